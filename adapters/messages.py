@@ -1,0 +1,74 @@
+"""The platform-free messages that cross between adapters and the turn pipeline."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ChatType = Literal["private", "group"]
+EventKind = Literal["message", "edit", "delete"]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class InboundMessage(BaseModel):
+    """Something a person (or another bot) said to, or near, one of our bots."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str
+    """``telegram``, ``discord``, ``slack`` or ``webchat``."""
+    bot_name: str = "default"
+    """The bot id users configure; ``default`` for the bot configured from the environment."""
+    tenant_id: str = "default"
+    chat_id: str
+    chat_type: ChatType = "private"
+    thread_id: str = ""
+    """A forum topic, Discord thread or Slack ``thread_ts``: its own session."""
+    message_id: str | None = None
+    """The platform's id for the message; retries with the same id are no-ops."""
+    sender_id: str | None = None
+    sender_name: str | None = None
+    sender_is_bot: bool = False
+    text: str
+    addressed: bool = False
+    """It mentions the bot, replies to one of its messages, or is a DM."""
+    command: str | None = None
+    """A chat command without the slash (``new``, ``compress``), when the text is one."""
+    command_args: str = ""
+    reply_to_message_id: str | None = None
+    event: EventKind = "message"
+    received_at: datetime = Field(default_factory=_now)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class OutboundMessage(BaseModel):
+    """A reply to deliver, exactly once, to one chat."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str
+    bot_name: str = "default"
+    chat_id: str
+    chat_type: ChatType = "private"
+    thread_id: str = ""
+    text: str
+    """Markdown; the adapter converts it to the platform's format and splits it."""
+    reply_to_message_id: str | None = None
+    delivery_id: str
+    """Stable across retries of the same reply (the outbox id)."""
+
+
+class ChatTarget(BaseModel):
+    """Where to show a typing indicator."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str
+    bot_name: str = "default"
+    chat_id: str
+    thread_id: str = ""

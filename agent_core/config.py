@@ -1,0 +1,272 @@
+"""The one typed settings object: environment (``HUBBUB_*``), an optional YAML file, defaults.
+
+Every default lives here as a named constant. Entry points (the CLI, the Celery app) build
+one :class:`Settings` and pass it, or the slice a component needs, down; library code never
+reads the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+DEFAULT_HOME = Path(".hubbub")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+DEFAULT_MAX_MESSAGE_CHARS = 32_000
+DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
+DEFAULT_LLM_MAX_RETRIES = 3
+DEFAULT_LLM_RETRY_BASE_SECONDS = 1.0
+DEFAULT_LLM_RETRY_MAX_SECONDS = 30.0
+DEFAULT_WORKER_CONCURRENCY = 8
+DEFAULT_TURN_LEASE_SECONDS = 60.0
+DEFAULT_SWEEP_INTERVAL_SECONDS = 5.0
+DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 3600
+DEFAULT_DELIVERY_MAX_ATTEMPTS = 8
+DEFAULT_WORKER_METRICS_PORT = 9108
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
+DEFAULT_CONTEXT_LENGTH = 128_000
+DEFAULT_PERSONA = (
+    "You are Hubbub, a helpful assistant taking part in chats on behalf of the people who run "
+    "this bot. Be accurate, concise and friendly."
+)
+
+DEFAULT_COMPRESSION_RATIO = 0.50
+DEFAULT_HYGIENE_RATIO = 0.85
+DEFAULT_HARD_MESSAGE_LIMIT = 5_000
+DEFAULT_TARGET_RATIO = 0.20
+DEFAULT_PROTECT_FIRST_N = 3
+DEFAULT_PROTECT_LAST_N = 20
+DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
+
+CONFIG_FILE_ENV = "HUBBUB_CONFIG"
+
+TriggerMode = Literal["mention", "all", "commands"]
+CacheTTL = Literal["5m", "1h"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionSettings:
+    """The slice of settings the context engine needs."""
+
+    enabled: bool = True
+    threshold: float = DEFAULT_COMPRESSION_RATIO
+    hygiene_threshold: float = DEFAULT_HYGIENE_RATIO
+    hard_message_limit: int = DEFAULT_HARD_MESSAGE_LIMIT
+    target_ratio: float = DEFAULT_TARGET_RATIO
+    protect_first_n: int = DEFAULT_PROTECT_FIRST_N
+    protect_last_n: int = DEFAULT_PROTECT_LAST_N
+    model: str | None = None
+    """Summary (auxiliary) model; ``None`` means the main model."""
+    context_length: int | None = None
+    """The summary model's window, when litellm does not know it."""
+    in_place: bool = True
+    abort_on_summary_failure: bool = False
+    lease_seconds: float = DEFAULT_COMPACTION_LEASE_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSettings:
+    """The slice of settings a model call needs."""
+
+    model: str | None
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout: float = DEFAULT_LLM_TIMEOUT_SECONDS
+    max_retries: int = DEFAULT_LLM_MAX_RETRIES
+    retry_base_seconds: float = DEFAULT_LLM_RETRY_BASE_SECONDS
+    retry_max_seconds: float = DEFAULT_LLM_RETRY_MAX_SECONDS
+    context_length: int | None = None
+    max_output_tokens: int | None = None
+    prompt_cache_ttl: CacheTTL = "5m"
+
+
+class Settings(BaseSettings):
+    """Hubbub's configuration. Environment variables use the ``HUBBUB_`` prefix.
+
+    A YAML file named by ``HUBBUB_CONFIG`` (or ``<home>/config.yaml`` when it exists) supplies
+    values too; the environment wins over the file.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="HUBBUB_", extra="ignore", validate_default=True, populate_by_name=True
+    )
+
+    home: Path = DEFAULT_HOME
+    database_url: str | None = None
+    redis_url: str | None = None
+    model: str | None = None
+    llm_api_base: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = Field(DEFAULT_LLM_TIMEOUT_SECONDS, gt=0)
+    llm_max_retries: int = Field(DEFAULT_LLM_MAX_RETRIES, ge=0)
+    llm_retry_base_seconds: float = Field(DEFAULT_LLM_RETRY_BASE_SECONDS, ge=0)
+    llm_retry_max_seconds: float = Field(DEFAULT_LLM_RETRY_MAX_SECONDS, ge=0)
+    context_length: int | None = Field(None, gt=0)
+    max_output_tokens: int | None = Field(None, gt=0)
+    prompt_cache_ttl: CacheTTL = "5m"
+
+    host: str = DEFAULT_HOST
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    public_url: str | None = None
+    max_message_chars: int = Field(DEFAULT_MAX_MESSAGE_CHARS, gt=0)
+
+    persona: str = DEFAULT_PERSONA
+    instructions: str | None = None
+    """Operator-supplied instructions for the prompt's context layer."""
+    context_files: list[Path] = Field(default_factory=list)
+    """Files whose text joins the prompt's context layer (truncated to fit the window)."""
+    timezone: str = "UTC"
+
+    worker_concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1)
+    turn_lease_seconds: float = Field(DEFAULT_TURN_LEASE_SECONDS, gt=0)
+    sweep_interval_seconds: float = Field(DEFAULT_SWEEP_INTERVAL_SECONDS, gt=0)
+    visibility_timeout_seconds: int = Field(DEFAULT_VISIBILITY_TIMEOUT_SECONDS, gt=0)
+    delivery_max_attempts: int = Field(DEFAULT_DELIVERY_MAX_ATTEMPTS, ge=1)
+
+    compression_enabled: bool = True
+    compression_threshold: float = Field(DEFAULT_COMPRESSION_RATIO, gt=0, lt=1)
+    compression_hygiene_threshold: float = Field(DEFAULT_HYGIENE_RATIO, gt=0, lt=1)
+    compression_hard_message_limit: int = Field(DEFAULT_HARD_MESSAGE_LIMIT, ge=10)
+    compression_target_ratio: float = Field(DEFAULT_TARGET_RATIO, gt=0, lt=1)
+    compression_protect_first_n: int = Field(DEFAULT_PROTECT_FIRST_N, ge=0)
+    compression_protect_last_n: int = Field(DEFAULT_PROTECT_LAST_N, ge=1)
+    compression_model: str | None = None
+    compression_context_length: int | None = Field(None, gt=0)
+    compression_in_place: bool = True
+    compression_abort_on_summary_failure: bool = False
+    compression_lease_seconds: float = Field(DEFAULT_COMPACTION_LEASE_SECONDS, gt=0)
+
+    trigger_mode: TriggerMode = "mention"
+    """When env-configured bots answer in groups: ``mention``, ``all`` or ``commands``."""
+    answer_bots: bool = False
+    """Whether env-configured bots answer other bots (never themselves)."""
+    allow_users: list[str] = Field(default_factory=list)
+    """If set, only these platform user ids reach env-configured bots."""
+    allow_chats: list[str] = Field(default_factory=list)
+    """If set, only these chat ids reach env-configured bots."""
+    telegram_token: SecretStr | None = None
+    telegram_api_base: str | None = None
+    telegram_webhook_secret: SecretStr | None = None
+    discord_token: SecretStr | None = None
+    discord_api_base: str | None = None
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_base: str | None = None
+
+    secret_key: SecretStr | None = None
+    """Fernet key that encrypts bot credentials at rest; generated under ``home`` if unset."""
+    worker_metrics_port: int = Field(DEFAULT_WORKER_METRICS_PORT, ge=0, le=65535)
+    """Where a Celery worker serves /metrics (0 turns it off); the gateway serves its own."""
+    shutdown_grace_seconds: float = Field(DEFAULT_SHUTDOWN_GRACE_SECONDS, ge=0)
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("model", "llm_api_base", "redis_url", "database_url", "compression_model")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+    @model_validator(mode="after")
+    def _check_thresholds(self) -> Settings:
+        if self.compression_hygiene_threshold < self.compression_threshold:
+            raise ValueError(
+                "HUBBUB_COMPRESSION_HYGIENE_THRESHOLD must not be below "
+                "HUBBUB_COMPRESSION_THRESHOLD (hygiene is the safety net above the compressor)"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(  # noqa: D102 (pydantic-settings hook)
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        yaml_file = _yaml_file()
+        if yaml_file is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
+        return tuple(sources)
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL; the embedded default is a SQLite file under ``home``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.home / 'hubbub.db').resolve()}"
+
+    @property
+    def embedded(self) -> bool:
+        """True when no broker is configured: turns run in the gateway process."""
+        return self.redis_url is None
+
+    @property
+    def llm(self) -> LLMSettings:
+        """Settings for calls to the main model."""
+        return LLMSettings(
+            model=self.model,
+            api_base=self.llm_api_base,
+            api_key=self.llm_api_key.get_secret_value() if self.llm_api_key else None,
+            timeout=self.llm_timeout,
+            max_retries=self.llm_max_retries,
+            retry_base_seconds=self.llm_retry_base_seconds,
+            retry_max_seconds=self.llm_retry_max_seconds,
+            context_length=self.context_length,
+            max_output_tokens=self.max_output_tokens,
+            prompt_cache_ttl=self.prompt_cache_ttl,
+        )
+
+    @property
+    def compression(self) -> CompressionSettings:
+        """Settings for the context engine."""
+        return CompressionSettings(
+            enabled=self.compression_enabled,
+            threshold=self.compression_threshold,
+            hygiene_threshold=self.compression_hygiene_threshold,
+            hard_message_limit=self.compression_hard_message_limit,
+            target_ratio=self.compression_target_ratio,
+            protect_first_n=self.compression_protect_first_n,
+            protect_last_n=self.compression_protect_last_n,
+            model=self.compression_model,
+            context_length=self.compression_context_length,
+            in_place=self.compression_in_place,
+            abort_on_summary_failure=self.compression_abort_on_summary_failure,
+            lease_seconds=self.compression_lease_seconds,
+        )
+
+
+def _yaml_file() -> Path | None:
+    explicit = os.environ.get(CONFIG_FILE_ENV)
+    if explicit:
+        return Path(explicit)
+    home = Path(os.environ.get("HUBBUB_HOME", str(DEFAULT_HOME)))
+    candidate = home / "config.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment and the optional YAML file.
+
+    Raises:
+        pydantic.ValidationError: a value is malformed; the message names the setting.
+        FileNotFoundError: ``HUBBUB_CONFIG`` names a file that does not exist.
+    """
+    yaml_file = _yaml_file()
+    if yaml_file is not None and not yaml_file.is_file():
+        raise FileNotFoundError(f"{CONFIG_FILE_ENV}={yaml_file} does not exist")
+    return Settings(**overrides)

@@ -1,0 +1,68 @@
+"""Engines and sessions for Postgres (production) and SQLite (the embedded default)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+POOL_SIZE = 10
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Autocommit at the driver so SQLAlchemy's "begin" event decides how a transaction starts.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin_immediate(connection: Any) -> None:
+    # A deferred transaction that later writes can fail with "database is locked" instead of
+    # waiting; taking the write lock up front makes concurrent writers queue on busy_timeout.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+    """An engine configured for concurrent workers on either backend.
+
+    SQLite gets WAL, a busy timeout and immediate transactions; its parent folder is
+    created if missing. Postgres gets a pre-pinged pool.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            echo=echo,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin_immediate)
+        return engine
+    return create_engine(
+        url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE
+    )
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One unit of work: commit on success, roll back on any exception."""
+    with factory() as session, session.begin():
+        yield session

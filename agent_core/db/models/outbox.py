@@ -1,0 +1,56 @@
+"""The outbox: exactly one reply per triggering message, with its delivery state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from agent_core.db.base import Base, BigIntId, TimestampMixin, UTCDateTime
+
+
+class OutboxState(StrEnum):
+    """Delivery progress of a reply."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    """Claimed by one deliverer; nobody else sends it while the claim lasts."""
+    SENT = "sent"
+    FAILED = "failed"
+    """Given up after the configured attempts; the reason is in ``last_error``."""
+
+
+class OutboxEntry(TimestampMixin, Base):
+    """A reply waiting for, or done with, delivery to its platform."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_state_next", "state", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), nullable=False)
+    trigger_message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), nullable=False, unique=True
+    )
+    """The message this answers; unique, so a task that runs twice cannot reply twice."""
+    reply_message_id: Mapped[int | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="SET NULL"), nullable=True
+    )
+    platform: Mapped[str] = mapped_column(String(32), nullable=False)
+    chat_id: Mapped[str] = mapped_column(String(128), nullable=False)
+    thread_id: Mapped[str] = mapped_column(String(128), nullable=False, default="")
+    reply_to_platform_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, default=OutboxState.PENDING)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    platform_message_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)

@@ -1,0 +1,21 @@
+"""Tenants: the unit of isolation for a hosted deployment; one ``default`` always exists."""
+
+from __future__ import annotations
+
+from sqlalchemy import String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from agent_core.db.base import Base, TimestampMixin
+
+DEFAULT_TENANT_ID = "default"
+
+
+class Tenant(TimestampMixin, Base):
+    """A customer of a hosted deployment, or the single community of a self-hosted one."""
+
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    persona: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """Replaces the default identity in the stable prompt layer."""

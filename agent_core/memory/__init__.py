@@ -1,0 +1,1 @@
+"""Durable memory: facts written at once, frozen into prompts as a snapshot."""

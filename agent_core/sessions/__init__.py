@@ -1,0 +1,1 @@
+"""Sessions: conversations, their transcripts and their per-session leases."""

@@ -1,0 +1,171 @@
+"""Per-session leases in the database: one atomic statement to take, renew or release.
+
+The same code runs on Postgres and SQLite (``INSERT ... ON CONFLICT DO UPDATE ... WHERE``):
+
+* ``acquire`` succeeds when nobody holds the lease, the holder's lease expired, or the
+  caller already holds it (re-entrant, and it extends the lease);
+* ``renew`` extends only the caller's own, unexpired-or-not, lease and reports whether the
+  caller still holds it;
+* ``release`` deletes only the caller's lease; a non-holder's release is a no-op.
+
+A holder that dies simply stops renewing; its lease expires and the next caller takes it
+over. Each call runs in its own short transaction, so no database transaction stays open
+while the lease is held (no idle-in-transaction during an LLM call).
+
+Errors: a database error inside these functions propagates to the caller unchanged. Callers
+decide: the turn pipeline lets the task fail and the sweeper retries it; compaction treats
+an error like a busy lease and leaves the transcript as it is (fail closed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from types import TracebackType
+from typing import cast
+
+from sqlalchemy import Table, delete, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core.db.base import utcnow
+from agent_core.db.engine import transaction
+from agent_core.db.models import SessionLock
+
+log = logging.getLogger(__name__)
+
+TURN = "turn"
+COMPACTION = "compaction"
+
+_table = cast(Table, SessionLock.__table__)
+
+
+def acquire(
+    factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
+) -> bool:
+    """Take (or extend) the lease; ``True`` when ``owner`` holds it afterwards."""
+    with transaction(factory) as db:
+        now = utcnow()
+        insert = postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
+        values = insert(_table).values(
+            session_id=session_id,
+            kind=kind,
+            owner=owner,
+            expires_at=now + timedelta(seconds=seconds),
+            acquired_at=now,
+        )
+        stmt = values.on_conflict_do_update(
+            index_elements=[_table.c.session_id, _table.c.kind],
+            set_={
+                "owner": values.excluded.owner,
+                "expires_at": values.excluded.expires_at,
+                "acquired_at": values.excluded.acquired_at,
+            },
+            where=(_table.c.expires_at <= now) | (_table.c.owner == owner),
+        ).returning(_table.c.owner)
+        return db.execute(stmt).first() is not None
+
+
+def renew(
+    factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
+) -> bool:
+    """Extend the caller's lease; ``False`` when someone else holds it now."""
+    with transaction(factory) as db:
+        result = db.execute(
+            update(SessionLock)
+            .where(
+                SessionLock.session_id == session_id,
+                SessionLock.kind == kind,
+                SessionLock.owner == owner,
+            )
+            .values(expires_at=utcnow() + timedelta(seconds=seconds))
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def release(factory: sessionmaker[Session], session_id: str, kind: str, owner: str) -> bool:
+    """Drop the caller's lease; ``False`` (and nothing changed) for a non-holder."""
+    with transaction(factory) as db:
+        result = db.execute(
+            delete(SessionLock).where(
+                SessionLock.session_id == session_id,
+                SessionLock.kind == kind,
+                SessionLock.owner == owner,
+            )
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+class LeaseKeeper:
+    """Renews a held lease from a background thread until closed.
+
+    ``lost`` becomes true when a renewal finds the lease taken over (the holder stalled
+    past expiry); work done after that must rely on its own idempotency.
+    """
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        session_id: str,
+        kind: str,
+        owner: str,
+        seconds: float,
+    ) -> None:
+        self._args = (factory, session_id, kind, owner, seconds)
+        self._stop = threading.Event()
+        self._lost = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lease-{kind}-{session_id[:8]}", daemon=True
+        )
+
+    @property
+    def lost(self) -> bool:
+        """Whether the lease was found taken over."""
+        return self._lost.is_set()
+
+    def _run(self) -> None:
+        interval = max(self._args[4] / 3, 0.05)
+        while not self._stop.wait(interval):
+            try:
+                if not renew(*self._args):
+                    self._lost.set()
+                    log.warning(
+                        "lease lost", extra={"session_id": self._args[1], "kind": self._args[2]}
+                    )
+                    return
+            except Exception:
+                log.exception("lease renewal failed", extra={"session_id": self._args[1]})
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextmanager
+def held(
+    factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
+) -> Iterator[LeaseKeeper | None]:
+    """Hold the lease for the block, renewing it; yields ``None`` when it is busy.
+
+    The lease is released on exit, whatever happens inside.
+    """
+    if not acquire(factory, session_id, kind, owner, seconds):
+        yield None
+        return
+    try:
+        with LeaseKeeper(factory, session_id, kind, owner, seconds) as keeper:
+            yield keeper
+    finally:
+        release(factory, session_id, kind, owner)

@@ -1,0 +1,153 @@
+"""All SQL for sessions and their messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import exists, func, select, update
+from sqlalchemy.orm import Session
+
+from agent_core.db.models import ChatSession, Message, MessageKind, SessionLock, TurnState
+
+
+class SessionRepository:
+    """Queries over ``sessions`` and ``messages``; never commits."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: Session) -> SessionRepository:
+        """The repository bound to a unit of work."""
+        return cls(session)
+
+    def get(self, session_id: str, *, for_update: bool = False) -> ChatSession | None:
+        """The session, optionally row-locked for the rest of the transaction."""
+        query = select(ChatSession).where(ChatSession.id == session_id)
+        if for_update:
+            query = query.with_for_update()
+        return self.session.scalar(query)
+
+    def get_current_by_key(self, key: str) -> ChatSession | None:
+        """The current session for a conversation key, or ``None``."""
+        return self.session.scalar(
+            select(ChatSession).where(ChatSession.key == key, ChatSession.is_current.is_(True))
+        )
+
+    def list_by_key(self, key: str) -> list[ChatSession]:
+        """Every session ever held under ``key``, oldest first."""
+        return list(
+            self.session.scalars(
+                select(ChatSession).where(ChatSession.key == key).order_by(ChatSession.created_at)
+            )
+        )
+
+    def allocate_seq(self, session_id: str) -> int:
+        """The next arrival number of the session.
+
+        The UPDATE row-locks the session until commit, so numbers are handed out in
+        commit order: a later number is never visible before an earlier one.
+        """
+        seq = self.session.execute(
+            update(ChatSession)
+            .where(ChatSession.id == session_id)
+            .values(next_seq=ChatSession.next_seq + 1)
+            .returning(ChatSession.next_seq)
+        ).scalar_one()
+        return int(seq)
+
+    def get_message(self, message_id: int) -> Message | None:
+        """The message, or ``None``."""
+        return self.session.get(Message, message_id)
+
+    def get_message_by_platform_id(self, bot_id: int, platform_message_id: str) -> Message | None:
+        """The message a platform knows by this id, for this bot."""
+        return self.session.scalar(
+            select(Message).where(
+                Message.bot_id == bot_id, Message.platform_message_id == platform_message_id
+            )
+        )
+
+    def next_pending_message(self, session_id: str) -> Message | None:
+        """The oldest message of the session still waiting for its turn."""
+        return self.session.scalar(
+            select(Message)
+            .where(Message.session_id == session_id, Message.turn_state == TurnState.PENDING)
+            .order_by(Message.seq)
+            .limit(1)
+        )
+
+    def has_pending(self, session_id: str) -> bool:
+        """Whether any message of the session waits for a turn."""
+        return bool(
+            self.session.scalar(
+                select(
+                    exists().where(
+                        Message.session_id == session_id,
+                        Message.turn_state == TurnState.PENDING,
+                    )
+                )
+            )
+        )
+
+    def context_messages(
+        self, session_id: str, *, up_to_anchor: int | None = None
+    ) -> list[Message]:
+        """Active chat messages the model sees, in transcript order.
+
+        Args:
+            session_id: the session.
+            up_to_anchor: only messages placed at or before this position (a turn sees
+                what arrived before the message it answers, and the replies to it).
+        """
+        query = select(Message).where(
+            Message.session_id == session_id,
+            Message.archived.is_(False),
+            Message.deleted.is_(False),
+            Message.kind == MessageKind.CHAT,
+        )
+        if up_to_anchor is not None:
+            query = query.where(Message.anchor_seq <= up_to_anchor)
+        return list(self.session.scalars(query.order_by(Message.anchor_seq, Message.seq)))
+
+    def conversation(self, session_ids: Sequence[str], *, limit: int) -> list[Message]:
+        """What people see of sessions: every kind, archived included; the last ``limit``."""
+        query = (
+            select(Message)
+            .join(ChatSession, ChatSession.id == Message.session_id)
+            .where(Message.session_id.in_(session_ids), Message.deleted.is_(False))
+            .order_by(ChatSession.created_at.desc(), Message.anchor_seq.desc(), Message.seq.desc())
+            .limit(limit)
+        )
+        return list(reversed(list(self.session.scalars(query))))
+
+    def active_token_total(self, session_id: str) -> int:
+        """Sum of the stored token counts of the active chat messages."""
+        total = self.session.scalar(
+            select(func.coalesce(func.sum(Message.token_count), 0)).where(
+                Message.session_id == session_id,
+                Message.archived.is_(False),
+                Message.deleted.is_(False),
+                Message.kind == MessageKind.CHAT,
+            )
+        )
+        return int(total or 0)
+
+    def sessions_needing_turns(self, *, now: datetime, created_before: datetime) -> list[str]:
+        """Sessions with waiting messages and no live turn lease (their drain died or was lost)."""
+        live_lease = exists().where(
+            SessionLock.session_id == Message.session_id,
+            SessionLock.kind == "turn",
+            SessionLock.expires_at > now,
+        )
+        query = (
+            select(Message.session_id)
+            .where(
+                Message.turn_state == TurnState.PENDING,
+                Message.created_at < created_before,
+                ~live_lease,
+            )
+            .distinct()
+        )
+        return list(self.session.scalars(query))

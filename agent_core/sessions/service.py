@@ -1,0 +1,272 @@
+"""Session business logic: resolve a conversation, record what arrives, record replies.
+
+Functions take the unit of work (a SQLAlchemy session) first; they flush, never commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from agent_core.db.base import utcnow
+from agent_core.db.models import (
+    ChatSession,
+    Message,
+    MessageKind,
+    OutboxEntry,
+    TurnState,
+)
+from agent_core.llm.model import Usage
+from agent_core.sessions.repository import SessionRepository
+from agent_core.tokens import TokenCounter
+
+PRIVATE = "private"
+GROUP = "group"
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """Where a message was said: the parts of a session key."""
+
+    tenant_id: str
+    bot_id: int
+    platform: str
+    chat_id: str
+    thread_id: str = ""
+    chat_type: str = PRIVATE
+
+    @property
+    def key(self) -> str:
+        """The session key: one current session per key."""
+        return f"{self.tenant_id}/{self.bot_id}/{self.platform}/{self.chat_id}/{self.thread_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A message as the session store needs it, free of any platform type."""
+
+    conversation: Conversation
+    text: str
+    platform_message_id: str | None = None
+    sender_id: str | None = None
+    sender_name: str | None = None
+    triggers: bool = True
+    """Whether it asks for a turn; group chatter that does not address the bot does not."""
+    is_command: bool = False
+    reply_to_platform_id: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    """What recording an incoming message did."""
+
+    message_id: int
+    session_id: str
+    duplicate: bool
+    """The platform had sent it before; nothing new was stored."""
+    triggers: bool
+
+
+def get_or_create_session(db: Session, conversation: Conversation) -> ChatSession:
+    """The conversation's current session, created on first contact."""
+    repo = SessionRepository.from_session(db)
+    current = repo.get_current_by_key(conversation.key)
+    if current is not None:
+        return current
+    try:
+        with db.begin_nested():
+            current = _new_session(conversation)
+            db.add(current)
+    except IntegrityError:
+        # Another request created it between our read and insert.
+        current = repo.get_current_by_key(conversation.key)
+        assert current is not None
+    return current
+
+
+def _new_session(conversation: Conversation) -> ChatSession:
+    return ChatSession(
+        id=uuid.uuid4().hex,
+        tenant_id=conversation.tenant_id,
+        bot_id=conversation.bot_id,
+        key=conversation.key,
+        platform=conversation.platform,
+        chat_id=conversation.chat_id,
+        thread_id=conversation.thread_id,
+        chat_type=conversation.chat_type,
+        is_current=True,
+        next_seq=0,
+    )
+
+
+def start_new_session(db: Session, conversation: Conversation) -> ChatSession:
+    """End the current session (kept, with its transcript) and make a fresh one current."""
+    repo = SessionRepository.from_session(db)
+    current = repo.get_current_by_key(conversation.key)
+    if current is not None:
+        current.is_current = False
+        current.ended_at = utcnow()
+        db.flush()
+    fresh = _new_session(conversation)
+    db.add(fresh)
+    db.flush()
+    return fresh
+
+
+def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounter) -> RecordResult:
+    """Store a message once: a second copy with the same platform id changes nothing."""
+    conversation = incoming.conversation
+    repo = SessionRepository.from_session(db)
+    if incoming.platform_message_id is not None:
+        existing = repo.get_message_by_platform_id(
+            conversation.bot_id, incoming.platform_message_id
+        )
+        if existing is not None:
+            return RecordResult(existing.id, existing.session_id, True, False)
+    chat_session = get_or_create_session(db, conversation)
+    try:
+        with db.begin_nested():
+            seq = repo.allocate_seq(chat_session.id)
+            kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
+            tokens = counter.count_message({"role": "user", "content": incoming.text})
+            message = Message(
+                session_id=chat_session.id,
+                bot_id=conversation.bot_id,
+                seq=seq,
+                anchor_seq=seq,
+                role="user",
+                kind=kind,
+                speaker_id=incoming.sender_id,
+                speaker_name=incoming.sender_name,
+                content=incoming.text,
+                platform_message_id=incoming.platform_message_id,
+                reply_to_platform_id=incoming.reply_to_platform_id,
+                turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
+                token_count=tokens,
+                token_encoding=counter.encoding_name,
+                meta=incoming.meta or {},
+            )
+            db.add(message)
+            db.flush()
+            if kind == MessageKind.CHAT:
+                chat_session.active_tokens += tokens
+    except IntegrityError:
+        # A concurrent copy of the same platform message won the insert.
+        assert incoming.platform_message_id is not None
+        existing = repo.get_message_by_platform_id(
+            conversation.bot_id, incoming.platform_message_id
+        )
+        assert existing is not None
+        return RecordResult(existing.id, existing.session_id, True, False)
+    return RecordResult(message.id, chat_session.id, False, incoming.triggers)
+
+
+def record_edit(
+    db: Session, bot_id: int, platform_message_id: str, text: str, counter: TokenCounter
+) -> Message | None:
+    """Replace a stored message's text after the user edited it; ``None`` if unknown."""
+    repo = SessionRepository.from_session(db)
+    message = repo.get_message_by_platform_id(bot_id, platform_message_id)
+    if message is None:
+        return None
+    tokens = counter.count_message({"role": message.role, "content": text})
+    if _counts_as_active(message):
+        chat_session = repo.get(message.session_id)
+        assert chat_session is not None
+        chat_session.active_tokens += tokens - message.token_count
+    message.content = text
+    message.token_count = tokens
+    message.token_encoding = counter.encoding_name
+    message.edited_at = utcnow()
+    db.flush()
+    return message
+
+
+def record_delete(db: Session, bot_id: int, platform_message_id: str) -> Message | None:
+    """Drop a message from the transcript after the user deleted it; ``None`` if unknown."""
+    repo = SessionRepository.from_session(db)
+    message = repo.get_message_by_platform_id(bot_id, platform_message_id)
+    if message is None or message.deleted:
+        return message
+    if _counts_as_active(message):
+        chat_session = repo.get(message.session_id)
+        assert chat_session is not None
+        chat_session.active_tokens -= message.token_count
+    message.deleted = True
+    if message.turn_state == TurnState.PENDING:
+        message.turn_state = TurnState.DONE
+    db.flush()
+    return message
+
+
+def _counts_as_active(message: Message) -> bool:
+    return message.kind == MessageKind.CHAT and not message.archived and not message.deleted
+
+
+def record_reply(
+    db: Session,
+    chat_session: ChatSession,
+    trigger: Message,
+    text: str,
+    *,
+    counter: TokenCounter,
+    kind: MessageKind = MessageKind.CHAT,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> OutboxEntry:
+    """Store the reply to ``trigger`` and queue its delivery, and close the trigger's turn.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: the trigger already has a reply (another run of the
+            same turn won); the caller rolls back and keeps the existing one.
+    """
+    repo = SessionRepository.from_session(db)
+    seq = repo.allocate_seq(chat_session.id)
+    tokens = counter.count_message({"role": "assistant", "content": text})
+    reply = Message(
+        session_id=chat_session.id,
+        bot_id=chat_session.bot_id,
+        seq=seq,
+        anchor_seq=trigger.anchor_seq,
+        role="assistant",
+        kind=kind,
+        content=text,
+        turn_state=TurnState.NONE,
+        token_count=tokens,
+        token_encoding=counter.encoding_name,
+        meta=meta or {},
+    )
+    db.add(reply)
+    db.flush()
+    outbox = OutboxEntry(
+        session_id=chat_session.id,
+        bot_id=chat_session.bot_id,
+        trigger_message_id=trigger.id,
+        reply_message_id=reply.id,
+        platform=chat_session.platform,
+        chat_id=chat_session.chat_id,
+        thread_id=chat_session.thread_id,
+        reply_to_platform_id=trigger.platform_message_id,
+        text=text,
+        meta={"chat_type": chat_session.chat_type},
+    )
+    db.add(outbox)
+    trigger.turn_state = TurnState.DONE
+    if kind == MessageKind.CHAT:
+        chat_session.active_tokens += tokens
+    if usage is not None:
+        chat_session.last_prompt_tokens = usage.prompt_tokens
+        chat_session.tokens_spent += usage.prompt_tokens + usage.completion_tokens
+    db.flush()
+    return outbox
+
+
+def mark_turn_done(db: Session, trigger: Message) -> None:
+    """Close a trigger's turn without a reply (its reply exists already, or it was deleted)."""
+    trigger.turn_state = TurnState.DONE
+    db.flush()

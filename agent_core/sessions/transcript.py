@@ -1,0 +1,38 @@
+"""Turn stored messages into the OpenAI chat transcript the model sees."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from agent_core.db.models import Message
+
+GROUP = "group"
+
+
+def speaker_label(message: Message) -> str:
+    """How a speaker is named in a group transcript."""
+    return message.speaker_name or message.speaker_id or "someone"
+
+
+def to_chat_message(message: Message, *, chat_type: str) -> dict[str, Any]:
+    """One stored message as an OpenAI chat message.
+
+    In groups, user messages carry the speaker's name so the model (and any summary of
+    the thread) can tell who said what.
+    """
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "user" and chat_type == GROUP:
+        out["content"] = f"[{speaker_label(message)}] {message.content or ''}"
+    if message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name:
+        out["name"] = message.name
+    return out
+
+
+def to_chat_messages(messages: Iterable[Message], *, chat_type: str) -> list[dict[str, Any]]:
+    """Stored messages as a chat transcript, in the given order."""
+    return [to_chat_message(m, chat_type=chat_type) for m in messages]

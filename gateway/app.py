@@ -1,0 +1,78 @@
+"""The ASGI app: web chat, webhooks, health and metrics, around one process runtime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
+
+from agent_core.config import Settings
+from agent_core.llm.model import ChatModel
+from gateway.errors import install_error_handlers
+from gateway.routes import health, webchat
+from workers.broker import CeleryDispatcher, create_celery
+from workers.dispatch import Dispatcher
+from workers.embedded import EmbeddedRunner
+from workers.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def build_runtime(
+    settings: Settings, *, model_factory: Callable[[], ChatModel] | None = None
+) -> tuple[Runtime, EmbeddedRunner | None]:
+    """The runtime, with turns in-process when no broker is configured."""
+    runner: EmbeddedRunner | None = None
+
+    def dispatcher(runtime: Runtime) -> Dispatcher:
+        nonlocal runner
+        if settings.redis_url is None:
+            runner = EmbeddedRunner(runtime)
+            return runner
+        return CeleryDispatcher(create_celery(settings))
+
+    runtime = Runtime(settings, dispatcher, model_factory=model_factory)
+    return runtime, runner
+
+
+def create_app(
+    settings: Settings, *, model_factory: Callable[[], ChatModel] | None = None
+) -> FastAPI:
+    """The gateway app.
+
+    Its lifespan starts the runtime and, on shutdown, answers what it accepted (embedded
+    mode, up to the shutdown grace) before closing.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime, runner = await run_in_threadpool(
+            build_runtime, settings, model_factory=model_factory
+        )
+        app.state.runtime = runtime
+        if runner is not None:
+            await run_in_threadpool(runner.start)
+        log.info(
+            "gateway started",
+            extra={
+                "database": runtime.engine.dialect.name,
+                "broker": "embedded" if runner is not None else "redis",
+                "model": settings.model,
+            },
+        )
+        try:
+            yield
+        finally:
+            if runner is not None:
+                await run_in_threadpool(runner.stop, settings.shutdown_grace_seconds)
+            await run_in_threadpool(runtime.close)
+            log.info("gateway stopped")
+
+    app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(webchat.router)
+    return app

@@ -1,0 +1,47 @@
+"""Turn errors into HTTP answers in one place: a 4xx with a clear message, never a 500."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from adapters.base import WebhookVerificationError
+from agent_core.errors import InvalidInput, MessageTooLong, UnknownConversation
+
+log = logging.getLogger(__name__)
+
+
+def _describe(exc: RequestValidationError) -> tuple[int, str]:
+    problems: list[str] = []
+    for error in exc.errors():
+        if error.get("type") == "json_invalid":
+            return 400, "request body is not valid JSON"
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+    return 422, "; ".join(problems) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        status, message = _describe(exc)
+        return JSONResponse({"error": message}, status_code=status)
+
+    @app.exception_handler(UnknownConversation)
+    async def _unknown(_: Request, exc: UnknownConversation) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(InvalidInput)
+    async def _invalid(_: Request, exc: InvalidInput) -> JSONResponse:
+        status = 413 if isinstance(exc, MessageTooLong) else 400
+        return JSONResponse({"error": str(exc)}, status_code=status)
+
+    @app.exception_handler(WebhookVerificationError)
+    async def _unverified(_: Request, exc: WebhookVerificationError) -> JSONResponse:
+        log.warning("webhook verification failed", extra={"reason": str(exc)})
+        return JSONResponse({"error": str(exc)}, status_code=exc.status_code)

@@ -1,0 +1,181 @@
+"""The built-in web chat: a page at ``/`` and a small JSON API behind it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from importlib import resources
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field
+
+from adapters.commands import parse_command
+from adapters.messages import InboundMessage
+from agent_core.db.engine import transaction
+from agent_core.db.models import DEFAULT_TENANT_ID, Message, TurnState
+from agent_core.errors import UnknownConversation
+from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.service import Conversation as ConversationKey
+from gateway.dependencies import get_runtime
+from workers.bots import ENV_BOT_NAME
+from workers.runtime import Runtime
+
+router = APIRouter(tags=["webchat"])
+
+PLATFORM = "webchat"
+CONVERSATION_ID = r"^[A-Za-z0-9_-]{1,64}$"
+DEFAULT_LIST_LIMIT = 200
+MAX_LIST_LIMIT = 1000
+
+ConversationId = Annotated[
+    str,
+    Path(pattern=CONVERSATION_ID, description="letters, digits, '-' and '_', at most 64"),
+]
+
+
+class PostMessage(BaseModel):
+    """A message typed into the web chat."""
+
+    text: str = Field(description="the message; commands such as /new and /help work too")
+    user: str | None = Field(None, max_length=128, description="who is typing")
+    id: str | None = Field(
+        None,
+        max_length=128,
+        description="client-chosen message id; sending the same id again is a no-op",
+    )
+
+
+class Accepted(BaseModel):
+    """The stored message."""
+
+    id: str
+    conversation_id: str
+    duplicate: bool
+
+
+class ChatLine(BaseModel):
+    """One line of the conversation as people see it."""
+
+    id: str
+    role: str
+    text: str
+    created_at: datetime
+    kind: str
+    user: str | None = None
+
+
+class ConversationView(BaseModel):
+    """The conversation, oldest first."""
+
+    conversation_id: str
+    messages: list[ChatLine]
+    pending: bool
+    """A reply is being written."""
+
+
+class Status(BaseModel):
+    """What the page needs to know before the first message."""
+
+    model: str | None
+    model_configured: bool
+    setup_hint: str | None
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def page() -> HTMLResponse:
+    """The chat page."""
+    html = resources.files("gateway").joinpath("static/index.html").read_text(encoding="utf-8")
+    return HTMLResponse(html)
+
+
+@router.get("/api/webchat/status")
+def status(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Status:
+    """Whether a model is configured, and what to set when it is not."""
+    model = runtime.settings.model
+    hint = None
+    if model is None:
+        hint = (
+            "Set HUBBUB_MODEL to a litellm model string (for example openai/gpt-4o-mini or "
+            "ollama/llama3.1) and the provider's key (HUBBUB_LLM_API_KEY or e.g. "
+            "OPENAI_API_KEY), then restart `hubbub up`."
+        )
+    return Status(model=model, model_configured=model is not None, setup_hint=hint)
+
+
+def _webchat_bot_id(runtime: Runtime) -> int:
+    bot = runtime.bots.resolve(DEFAULT_TENANT_ID, PLATFORM, ENV_BOT_NAME)
+    assert bot is not None, "the web chat bot always exists"
+    return bot.id
+
+
+@router.post("/api/webchat/{conversation_id}/messages", status_code=202)
+async def post_message(
+    conversation_id: ConversationId,
+    body: PostMessage,
+    runtime: Annotated[Runtime, Depends(get_runtime)],
+) -> JSONResponse:
+    """Accept a message (202); the reply shows up in the conversation listing.
+
+    A repeated ``id`` is accepted again with ``duplicate: true`` and changes nothing.
+    """
+    command = parse_command(body.text)
+    inbound = InboundMessage(
+        platform=PLATFORM,
+        chat_id=conversation_id,
+        chat_type="private",
+        message_id=body.id or uuid.uuid4().hex,
+        sender_id=body.user,
+        sender_name=body.user,
+        text=body.text,
+        addressed=True,
+        command=command[0] if command else None,
+        command_args=command[1] if command else "",
+    )
+    accepted = await run_in_threadpool(runtime.intake.accept, inbound)
+    assert accepted is not None, "web chat messages are never ignored"
+    result = Accepted(
+        id=str(accepted.message_id), conversation_id=conversation_id, duplicate=accepted.duplicate
+    )
+    return JSONResponse(result.model_dump(), status_code=202)
+
+
+def _line(message: Message) -> ChatLine:
+    return ChatLine(
+        id=str(message.id),
+        role=message.role,
+        text=message.content or "",
+        created_at=message.created_at,
+        kind=message.kind,
+        user=message.speaker_name,
+    )
+
+
+@router.get("/api/webchat/{conversation_id}/messages")
+def list_messages(
+    conversation_id: ConversationId,
+    runtime: Annotated[Runtime, Depends(get_runtime)],
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT,
+) -> ConversationView:
+    """The conversation across its sessions (``/new`` keeps the old ones), oldest first.
+
+    Raises:
+        UnknownConversation: nothing was ever said in it (404).
+    """
+    key = ConversationKey(
+        tenant_id=DEFAULT_TENANT_ID,
+        bot_id=_webchat_bot_id(runtime),
+        platform=PLATFORM,
+        chat_id=conversation_id,
+    ).key
+    with transaction(runtime.factory) as db:
+        repo = SessionRepository.from_session(db)
+        sessions = repo.list_by_key(key)
+        if not sessions:
+            raise UnknownConversation(conversation_id)
+        messages = repo.conversation([s.id for s in sessions], limit=limit)
+        pending = any(m.turn_state == TurnState.PENDING for m in messages)
+        lines = [_line(m) for m in messages]
+    return ConversationView(conversation_id=conversation_id, messages=lines, pending=pending)

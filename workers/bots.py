@@ -1,0 +1,171 @@
+"""Bot lookups for the pipeline: ids for incoming messages, platform configs for delivery.
+
+A bot configured from the environment is called ``default`` on its platform and is created
+in the database on first contact; bots of other tenants are rows with sealed credentials.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from adapters.base import BotConfig
+from agent_core.config import Settings
+from agent_core.crypto import CredentialBox
+from agent_core.db.engine import transaction
+from agent_core.db.models import DEFAULT_TENANT_ID, Bot
+from agent_core.tenancy.repository import TenancyRepository
+
+ENV_BOT_NAME = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class BotRecord:
+    """What accepting a message needs to know about its bot."""
+
+    id: int
+    tenant_id: str
+    platform: str
+    name: str
+    trigger_mode: str
+    answer_bots: bool
+
+
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
+    """The environment-configured bot of ``platform``, or ``None`` when it has no credentials."""
+    common: dict[str, Any] = {
+        "platform": platform,
+        "bot_name": ENV_BOT_NAME,
+        "tenant_id": DEFAULT_TENANT_ID,
+        "trigger_mode": settings.trigger_mode,
+        "allow_users": frozenset(settings.allow_users),
+        "allow_chats": frozenset(settings.allow_chats),
+        "answer_bots": settings.answer_bots,
+    }
+    if platform == "webchat":
+        return BotConfig(**common)
+    if platform == "telegram" and settings.telegram_token:
+        return BotConfig(
+            **common,
+            token=_secret(settings.telegram_token),
+            api_base=settings.telegram_api_base,
+            extra={
+                "webhook_secret": _secret(settings.telegram_webhook_secret),
+                "public_url": settings.public_url,
+            },
+        )
+    if platform == "discord" and settings.discord_token:
+        return BotConfig(
+            **common, token=_secret(settings.discord_token), api_base=settings.discord_api_base
+        )
+    if platform == "slack" and settings.slack_bot_token:
+        return BotConfig(
+            **common,
+            token=_secret(settings.slack_bot_token),
+            api_base=settings.slack_api_base,
+            extra={
+                "signing_secret": _secret(settings.slack_signing_secret),
+                "app_token": _secret(settings.slack_app_token),
+            },
+        )
+    return None
+
+
+class BotDirectory:
+    """Caches bot ids and configs; safe to share between threads."""
+
+    def __init__(
+        self, settings: Settings, factory: sessionmaker[Session], box: CredentialBox
+    ) -> None:
+        self._settings = settings
+        self._factory = factory
+        self._box = box
+        self._records: dict[tuple[str, str, str], BotRecord] = {}
+        self._configs: dict[int, BotConfig] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, tenant_id: str, platform: str, name: str) -> BotRecord | None:
+        """The bot a message arrived for; env bots are created on first contact."""
+        key = (tenant_id, platform, name)
+        with self._lock:
+            cached = self._records.get(key)
+        if cached is not None:
+            return cached
+        with transaction(self._factory) as db:
+            repo = TenancyRepository.from_session(db)
+            bot = repo.get_bot_by_name(tenant_id, platform, name)
+            if bot is None:
+                env = env_bot_config(self._settings, platform)
+                if env is None or name != ENV_BOT_NAME or tenant_id != DEFAULT_TENANT_ID:
+                    return None
+                repo.ensure_default_tenant()
+                bot = repo.ensure_bot(
+                    tenant_id,
+                    platform,
+                    name,
+                    trigger_mode=env.trigger_mode,
+                    answer_bots=env.answer_bots,
+                    settings={},
+                )
+            record = _record(bot)
+        with self._lock:
+            self._records[key] = record
+        return record
+
+    def config(self, bot_id: int) -> BotConfig:
+        """The platform settings to deliver as this bot.
+
+        Raises:
+            KeyError: the bot does not exist or its platform has no credentials.
+        """
+        with self._lock:
+            cached = self._configs.get(bot_id)
+        if cached is not None:
+            return cached
+        with transaction(self._factory) as db:
+            bot = TenancyRepository.from_session(db).get_bot(bot_id)
+            if bot is None:
+                raise KeyError(f"bot {bot_id} does not exist")
+            config = self._config_for(bot)
+        with self._lock:
+            self._configs[bot_id] = config
+        return config
+
+    def _config_for(self, bot: Bot) -> BotConfig:
+        if bot.credentials is None and bot.name == ENV_BOT_NAME:
+            env = env_bot_config(self._settings, bot.platform)
+            if env is None:
+                raise KeyError(f"{bot.platform} bot {bot.name!r} has no credentials configured")
+            return env
+        secrets = self._box.open(bot.credentials) if bot.credentials else {}
+        options = dict(bot.settings or {})
+        return BotConfig(
+            platform=bot.platform,
+            bot_name=bot.name,
+            tenant_id=bot.tenant_id,
+            token=secrets.pop("token", None),
+            api_base=options.pop("api_base", None),
+            trigger_mode=bot.trigger_mode,
+            answer_bots=bot.answer_bots,
+            allow_users=frozenset(options.pop("allow_users", ())),
+            allow_chats=frozenset(options.pop("allow_chats", ())),
+            extra={**options, **secrets},
+        )
+
+
+def _record(bot: Bot) -> BotRecord:
+    return BotRecord(
+        id=bot.id,
+        tenant_id=bot.tenant_id,
+        platform=bot.platform,
+        name=bot.name,
+        trigger_mode=bot.trigger_mode,
+        answer_bots=bot.answer_bots,
+    )

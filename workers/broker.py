@@ -1,0 +1,57 @@
+"""Celery on the Redis broker: the app factory (at-least-once) and its dispatcher.
+
+Tasks are sent by name, so senders (the gateway) need no task code.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from agent_core.config import Settings
+
+QUEUE = "hubbub"
+DRAIN_TASK = "hubbub.drain_session"
+DELIVER_TASK = "hubbub.deliver_reply"
+
+
+def create_celery(settings: Settings) -> Celery:
+    """A Celery app configured so no task is lost when a worker dies.
+
+    Late acks and reject-on-worker-lost requeue a task whose worker died; prefetch 1
+    keeps a busy worker from hoarding tasks; the visibility timeout is longer than the
+    longest turn so Redis does not hand a running task to a second worker.
+    """
+    app = Celery("hubbub", broker=settings.redis_url, include=["workers.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_acks_on_failure_or_timeout=True,
+        worker_prefetch_multiplier=1,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_seconds},
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_default_queue=QUEUE,
+        worker_hijack_root_logger=False,
+        worker_pool="threads",
+        worker_concurrency=settings.worker_concurrency,
+        worker_send_task_events=False,
+        enable_utc=True,
+    )
+    return app
+
+
+class CeleryDispatcher:
+    """Sends drain and delivery tasks to the Redis broker."""
+
+    def __init__(self, app: Celery) -> None:
+        self._app = app
+
+    def kick_session(self, session_id: str) -> None:
+        """Queue a drain of the session."""
+        self._app.send_task(DRAIN_TASK, args=[session_id], queue=QUEUE)
+
+    def kick_delivery(self, outbox_id: int) -> None:
+        """Queue a delivery attempt."""
+        self._app.send_task(DELIVER_TASK, args=[outbox_id], queue=QUEUE)

@@ -1,0 +1,163 @@
+"""Accept what adapters receive: check it, store it once, ring for its turn.
+
+Accepting writes the message to the database before anything is queued, so an accepted
+message survives a broker restart or a crash: the sweeper finds it and rings again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from adapters.messages import InboundMessage
+from agent_core.db.engine import transaction
+from agent_core.errors import InvalidInput, MessageTooLong
+from agent_core.sessions.service import (
+    Conversation,
+    IncomingMessage,
+    record_delete,
+    record_edit,
+    record_incoming,
+)
+from agent_core.tokens import TokenCounter
+from workers import metrics
+from workers.bots import BotDirectory, BotRecord
+from workers.commands import is_command
+from workers.dispatch import Dispatcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """The stored message and whether it will get a turn."""
+
+    message_id: int
+    session_id: str
+    duplicate: bool
+    triggers: bool
+
+
+def should_trigger(inbound: InboundMessage, *, trigger_mode: str, answer_bots: bool) -> bool:
+    """Whether a message asks the bot for a reply.
+
+    Private chats always do. In groups it depends on the bot's mode: ``all`` answers
+    everything, ``commands`` only commands, ``mention`` (default) commands and messages
+    that address the bot (a mention or a reply to it). Other bots are answered only
+    when the bot is configured to.
+    """
+    if inbound.sender_is_bot and not answer_bots:
+        return False
+    if inbound.chat_type == "private" or trigger_mode == "all":
+        return True
+    if is_command(inbound.command):
+        return True
+    return trigger_mode == "mention" and inbound.addressed
+
+
+def validate_text(text: str, max_chars: int) -> None:
+    """Refuse empty and oversized messages with a message a user understands.
+
+    Raises:
+        InvalidInput: the text is blank.
+        MessageTooLong: the text is longer than ``max_chars``.
+    """
+    if not text.strip():
+        raise InvalidInput("message text is empty")
+    if len(text) > max_chars:
+        raise MessageTooLong(len(text), max_chars)
+
+
+class Intake:
+    """The single entry for inbound messages from every adapter."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        bots: BotDirectory,
+        counter: TokenCounter,
+        dispatcher: Dispatcher,
+        *,
+        max_message_chars: int,
+    ) -> None:
+        self._factory = factory
+        self._bots = bots
+        self._counter = counter
+        self._dispatcher = dispatcher
+        self._max_chars = max_message_chars
+
+    def accept(self, inbound: InboundMessage) -> Accepted | None:
+        """Store the message (once) and schedule its turn.
+
+        Returns ``None`` when the message is ignored: an unknown bot, or a sender or chat
+        outside the bot's allowlist. Ignoring costs nothing and stores nothing.
+
+        Raises:
+            InvalidInput: the message is empty or too long; nothing was stored.
+        """
+        if inbound.event != "delete":
+            validate_text(inbound.text, self._max_chars)
+        bot = self._bots.resolve(inbound.tenant_id, inbound.platform, inbound.bot_name)
+        if bot is None or not self._allowed(bot, inbound):
+            metrics.INBOUND.labels(inbound.platform, "ignored").inc()
+            return None
+        if inbound.event != "message":
+            return self._apply_change(bot, inbound)
+        incoming = self._incoming(bot, inbound)
+        with transaction(self._factory) as db:
+            result = record_incoming(db, incoming, self._counter)
+        metrics.INBOUND.labels(
+            inbound.platform, "duplicate" if result.duplicate else "accepted"
+        ).inc()
+        if result.triggers:
+            self._dispatcher.kick_session(result.session_id)
+        return Accepted(result.message_id, result.session_id, result.duplicate, result.triggers)
+
+    def _allowed(self, bot: BotRecord, inbound: InboundMessage) -> bool:
+        config = self._bots.config(bot.id)
+        if config.allow_users and (inbound.sender_id or "") not in config.allow_users:
+            return False
+        return not (config.allow_chats and inbound.chat_id not in config.allow_chats)
+
+    def _incoming(self, bot: BotRecord, inbound: InboundMessage) -> IncomingMessage:
+        command = (
+            inbound.command.lower() if inbound.command and is_command(inbound.command) else None
+        )
+        meta = dict(inbound.meta)
+        if command is not None:
+            meta.update(command=command, command_args=inbound.command_args)
+        return IncomingMessage(
+            conversation=Conversation(
+                tenant_id=bot.tenant_id,
+                bot_id=bot.id,
+                platform=inbound.platform,
+                chat_id=inbound.chat_id,
+                thread_id=inbound.thread_id,
+                chat_type=inbound.chat_type,
+            ),
+            text=inbound.text,
+            platform_message_id=inbound.message_id,
+            sender_id=inbound.sender_id,
+            sender_name=inbound.sender_name,
+            triggers=should_trigger(
+                inbound, trigger_mode=bot.trigger_mode, answer_bots=bot.answer_bots
+            ),
+            is_command=command is not None,
+            reply_to_platform_id=inbound.reply_to_message_id,
+            meta=meta,
+        )
+
+    def _apply_change(self, bot: BotRecord, inbound: InboundMessage) -> Accepted | None:
+        if inbound.message_id is None:
+            raise InvalidInput(f"an {inbound.event} event needs the id of the message it changes")
+        with transaction(self._factory) as db:
+            if inbound.event == "edit":
+                message = record_edit(db, bot.id, inbound.message_id, inbound.text, self._counter)
+            else:
+                message = record_delete(db, bot.id, inbound.message_id)
+        metrics.INBOUND.labels(inbound.platform, inbound.event).inc()
+        if message is None:
+            return None
+        return Accepted(message.id, message.session_id, duplicate=False, triggers=False)

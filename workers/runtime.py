@@ -1,0 +1,77 @@
+"""Everything one process needs to accept messages and run turns, built from settings."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core.config import Settings
+from agent_core.crypto import CredentialBox, load_or_create_key
+from agent_core.db.engine import create_db_engine, make_session_factory
+from agent_core.llm.litellm_model import LiteLLMModel
+from agent_core.llm.model import ChatModel
+from agent_core.tokens import TokenCounter
+from workers.bots import BotDirectory
+from workers.delivery import DeliveryService
+from workers.dispatch import Dispatcher
+from workers.intake import Intake
+from workers.turns import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """The process's database, bots, delivery, intake and turn runner.
+
+    Args:
+        settings: the process's settings.
+        dispatcher_factory: builds the dispatcher once the runtime exists (the embedded
+            dispatcher runs this runtime's turns; the Celery one only sends tasks).
+        model_factory: builds the chat model for each turn (tests may pass their own).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        dispatcher_factory: Callable[[Runtime], Dispatcher],
+        *,
+        model_factory: Callable[[], ChatModel] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine: Engine = create_db_engine(settings.resolved_database_url)
+        self.factory: sessionmaker[Session] = make_session_factory(self.engine)
+        secret = settings.secret_key.get_secret_value() if settings.secret_key else None
+        self.bots = BotDirectory(
+            settings, self.factory, CredentialBox(load_or_create_key(secret, settings.home))
+        )
+        self.counter = TokenCounter.for_model(settings.model)
+        self.delivery = DeliveryService(
+            self.factory, self.bots, max_attempts=settings.delivery_max_attempts
+        )
+        self.stopping = threading.Event()
+        self.turns = TurnRunner(
+            settings,
+            self.factory,
+            self.delivery,
+            model_factory or (lambda: LiteLLMModel(settings.llm)),
+            stopping=self.stopping,
+        )
+        self.dispatcher = dispatcher_factory(self)
+        self.turns.dispatcher = self.dispatcher
+        self.intake = Intake(
+            self.factory,
+            self.bots,
+            self.counter,
+            self.dispatcher,
+            max_message_chars=settings.max_message_chars,
+        )
+
+    def close(self) -> None:
+        """Release connections and clients."""
+        self.stopping.set()
+        self.delivery.close()
+        self.engine.dispose()

@@ -1,0 +1,73 @@
+"""Celery tasks: thin wrappers over the turn pipeline, plus the worker's lifecycle hooks."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery import signals
+from prometheus_client import start_http_server
+
+from agent_core.logs import configure_logging
+from workers.app import app
+from workers.broker import DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
+from workers.runtime import Runtime
+from workers.sweeper import sweep
+
+log = logging.getLogger(__name__)
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+_sweeper_stop = threading.Event()
+
+
+def runtime() -> Runtime:
+    """This worker process's runtime, built on first use."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            from agent_core.config import load_settings
+
+            _runtime = Runtime(load_settings(), lambda _rt: CeleryDispatcher(app))
+        return _runtime
+
+
+@app.task(name=DRAIN_TASK)
+def drain_session(session_id: str) -> int:
+    """Answer a session's waiting messages in order."""
+    return runtime().turns.drain(session_id)
+
+
+@app.task(name=DELIVER_TASK)
+def deliver_reply(outbox_id: int) -> bool:
+    """Deliver one queued reply if it is due."""
+    return runtime().delivery.deliver(outbox_id)
+
+
+def _sweep_loop() -> None:
+    rt = runtime()
+    while not _sweeper_stop.wait(rt.settings.sweep_interval_seconds):
+        try:
+            sweep(rt.factory, rt.dispatcher, rt.delivery)
+        except Exception:
+            log.exception("sweep failed")
+
+
+@signals.worker_ready.connect
+def _on_ready(**_: Any) -> None:
+    rt = runtime()
+    configure_logging(rt.settings.log_level, json_lines=rt.settings.log_json)
+    if rt.settings.worker_metrics_port:
+        start_http_server(rt.settings.worker_metrics_port, addr=rt.settings.host)
+    sweep(rt.factory, rt.dispatcher, rt.delivery)
+    threading.Thread(target=_sweep_loop, name="hubbub-sweep", daemon=True).start()
+    log.info("worker ready", extra={"concurrency": rt.settings.worker_concurrency})
+
+
+@signals.worker_shutting_down.connect
+def _on_shutdown(**_: Any) -> None:
+    # Running turns finish; drains stop taking new messages and hand the session back.
+    _sweeper_stop.set()
+    if _runtime is not None:
+        _runtime.stopping.set()
