@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -124,7 +125,7 @@ class Settings(BaseSettings):
     persona: str = DEFAULT_PERSONA
     instructions: str | None = None
     """Operator-supplied instructions for the prompt's context layer."""
-    context_files: list[Path] = Field(default_factory=list)
+    context_files: Annotated[list[Path], NoDecode] = Field(default_factory=list)
     """Files whose text joins the prompt's context layer (truncated to fit the window)."""
     timezone: str = "UTC"
 
@@ -151,10 +152,10 @@ class Settings(BaseSettings):
     """When env-configured bots answer in groups: ``mention``, ``all`` or ``commands``."""
     answer_bots: bool = False
     """Whether env-configured bots answer other bots (never themselves)."""
-    allow_users: list[str] = Field(default_factory=list)
-    """If set, only these platform user ids reach env-configured bots."""
-    allow_chats: list[str] = Field(default_factory=list)
-    """If set, only these chat ids reach env-configured bots."""
+    allow_users: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """If set, only these platform user ids reach env-configured bots (comma-separated)."""
+    allow_chats: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """If set, only these chat ids reach env-configured bots (comma-separated)."""
     telegram_token: SecretStr | None = None
     telegram_api_base: str | None = None
     telegram_webhook_secret: SecretStr | None = None
@@ -178,6 +179,13 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("allow_users", "allow_chats", "context_files", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @model_validator(mode="after")
     def _check_thresholds(self) -> Settings:

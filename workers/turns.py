@@ -213,6 +213,7 @@ class TurnRunner:
                     "session_id": prepared.session_id,
                     "error": type(error).__name__,
                     "status": error.status_code,
+                    "reason": error.message,
                 },
             )
             return None, provider_notice(error)

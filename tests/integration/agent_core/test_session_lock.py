@@ -1,0 +1,187 @@
+"""The per-session lease on real Postgres and SQLite."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.sessions import lock
+from agent_core.sessions.service import Conversation, get_or_create_session
+from agent_core.tenancy.repository import TenancyRepository
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = create_db_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def factory(engine: Engine) -> sessionmaker[Session]:
+    return make_session_factory(engine)
+
+
+@pytest.fixture
+def session_id(factory: sessionmaker[Session]) -> str:
+    with transaction(factory) as db:
+        bot = TenancyRepository(db).ensure_bot("default", "webchat", "default", settings={})
+        chat = get_or_create_session(db, Conversation("default", bot.id, "webchat", "c1"))
+        return chat.id
+
+
+class TestLease:
+    def test_second_holder_is_refused(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "a", 30)
+        assert not lock.acquire(factory, session_id, lock.COMPACTION, "b", 30)
+
+    def test_holder_reacquires_and_kinds_are_independent(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "a", 30)
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "a", 30)
+        assert lock.acquire(factory, session_id, lock.TURN, "b", 30)
+
+    def test_expired_lease_is_taken_over(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "a", 0.3)
+        time.sleep(0.4)
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "b", 30)
+        assert not lock.renew(factory, session_id, lock.COMPACTION, "a", 30)
+        assert not lock.release(factory, session_id, lock.COMPACTION, "a")
+        assert not lock.acquire(factory, session_id, lock.COMPACTION, "c", 30)
+
+    def test_release_by_non_holder_is_a_no_op(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "a", 30)
+        assert not lock.release(factory, session_id, lock.COMPACTION, "b")
+        assert not lock.acquire(factory, session_id, lock.COMPACTION, "b", 30)
+        assert lock.release(factory, session_id, lock.COMPACTION, "a")
+        assert lock.acquire(factory, session_id, lock.COMPACTION, "b", 30)
+
+    def test_keeper_renews_past_the_lease(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        with lock.held(factory, session_id, lock.TURN, "a", 0.3) as keeper:
+            assert keeper is not None
+            time.sleep(0.8)
+            assert not lock.acquire(factory, session_id, lock.TURN, "b", 30)
+            assert not keeper.lost
+        assert lock.acquire(factory, session_id, lock.TURN, "b", 30)
+
+    def test_held_yields_none_when_busy(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        assert lock.acquire(factory, session_id, lock.TURN, "a", 30)
+        with lock.held(factory, session_id, lock.TURN, "b", 30) as keeper:
+            assert keeper is None
+        assert not lock.acquire(factory, session_id, lock.TURN, "c", 30), (
+            "b did not release a's lease"
+        )
+
+
+class TestRaces:
+    def test_many_threads_exactly_one_wins(
+        self, factory: sessionmaker[Session], session_id: str
+    ) -> None:
+        barrier = threading.Barrier(16)
+        wins: list[str] = []
+
+        def contend(owner: str) -> None:
+            barrier.wait()
+            if lock.acquire(factory, session_id, lock.COMPACTION, owner, 30):
+                wins.append(owner)
+
+        threads = [threading.Thread(target=contend, args=(f"t{i}",)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(wins) == 1
+
+    def test_processes_serialise_a_critical_section(self, db_url: str, session_id: str) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(3) as pool:
+            results = pool.starmap(_critical_section_worker, [(db_url, session_id, 40)] * 3)
+        assert sum(results) == 120
+        engine = create_db_engine(db_url)
+        try:
+            with engine.connect() as conn:
+                from sqlalchemy import text
+
+                value = conn.execute(
+                    text("SELECT summary FROM sessions WHERE id = :id"), {"id": session_id}
+                ).scalar_one()
+        finally:
+            engine.dispose()
+        assert int(value) == 120, "an unsynchronised read-modify-write would lose increments"
+
+    def test_killed_holder_lease_expires(self, db_url: str, session_id: str) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        holder = ctx.Process(target=_hold_forever, args=(db_url, session_id))
+        holder.start()
+        engine = create_db_engine(db_url)
+        factory = make_session_factory(engine)
+        try:
+            deadline = time.monotonic() + 30
+            while lock.acquire(factory, session_id, lock.COMPACTION, "probe", 0.01):
+                lock.release(factory, session_id, lock.COMPACTION, "probe")
+                assert time.monotonic() < deadline, "holder never took the lease"
+                time.sleep(0.05)
+            holder.kill()
+            holder.join()
+            assert not lock.acquire(factory, session_id, lock.COMPACTION, "next", 30)
+            time.sleep(1.2)
+            assert lock.acquire(factory, session_id, lock.COMPACTION, "next", 30)
+        finally:
+            engine.dispose()
+
+
+def _critical_section_worker(db_url: str, session_id: str, rounds: int) -> int:
+    """Increment a counter stored as text with a deliberately racy read-then-write."""
+    from sqlalchemy import text
+
+    import agent_core  # noqa: F401
+
+    engine = create_db_engine(db_url)
+    factory = make_session_factory(engine)
+    owner = uuid.uuid4().hex
+    done = 0
+    while done < rounds:
+        if not lock.acquire(factory, session_id, lock.COMPACTION, owner, 30):
+            time.sleep(0.001)
+            continue
+        with transaction(factory) as db:
+            raw = db.execute(text("SELECT summary FROM sessions WHERE id=:id"), {"id": session_id})
+            current = int(raw.scalar_one() or 0)
+        with transaction(factory) as db:
+            db.execute(
+                text("UPDATE sessions SET summary=:v WHERE id=:id"),
+                {"v": str(current + 1), "id": session_id},
+            )
+        lock.release(factory, session_id, lock.COMPACTION, owner)
+        done += 1
+    engine.dispose()
+    return done
+
+
+def _hold_forever(db_url: str, session_id: str) -> None:
+    import agent_core  # noqa: F401
+
+    factory = make_session_factory(create_db_engine(db_url))
+    with lock.held(factory, session_id, lock.COMPACTION, "doomed", 1.0):
+        time.sleep(3600)

@@ -1,0 +1,285 @@
+"""The spine on the embedded default: web chat API in, litellm over HTTP to the fake provider,
+reply out — on SQLite and on Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fixtures.llm_server import FakeLLM, Failure
+from tests.fixtures.services import (
+    GatewayServer,
+    conversation,
+    hubbub_env,
+    replies,
+    settings_from_env,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(db_url: str, fake_llm: FakeLLM, tmp_path: Path) -> dict[str, str]:
+    return hubbub_env(db_url=db_url, home=tmp_path, fake=fake_llm)
+
+
+@pytest.fixture
+def gateway(env: dict[str, str], gateway_factory: Callable[..., GatewayServer]) -> GatewayServer:
+    return gateway_factory(settings_from_env(env))
+
+
+@pytest.fixture
+def client(gateway: GatewayServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
+        yield c
+
+
+def post(client: httpx.Client, cid: str, text: str, **extra: Any) -> httpx.Response:
+    return client.post(f"/api/webchat/{cid}/messages", json={"text": text, "user": "ann"} | extra)
+
+
+def wait_replies(
+    client: httpx.Client, cid: str, n: int, timeout: float = 20
+) -> list[dict[str, Any]]:
+    return wait_until(
+        lambda: (r := replies(client, cid)) and len(r) >= n and r,
+        timeout=timeout,
+        what=f"{n} replies in {cid}",
+    )
+
+
+class TestTurn:
+    def test_message_in_reply_out(self, client: httpx.Client, fake_llm: FakeLLM) -> None:
+        response = post(client, "c1", "hello there")
+        assert response.status_code == 202
+        accepted = response.json()
+        assert accepted["duplicate"] is False
+        (reply,) = wait_replies(client, "c1", 1)
+        assert reply["text"] == "echo: [ann] hello there" or reply["text"] == "echo: hello there"
+        lines = conversation(client, "c1")
+        assert [m["role"] for m in lines] == ["user", "assistant"]
+        assert lines[0]["id"] == accepted["id"]
+        assert {"id", "role", "text", "created_at"} <= set(lines[1])
+        (request,) = fake_llm.chat_requests()
+        assert request["model"] == "fake-model"
+        assert request["messages"][0]["role"] == "system"
+        assert request["messages"][-1] == {"role": "user", "content": "hello there"}
+
+    def test_system_prompt_is_identical_across_turns(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        post(client, "c1", "first")
+        wait_replies(client, "c1", 1)
+        post(client, "c1", "second")
+        wait_replies(client, "c1", 2)
+        first, second = fake_llm.chat_requests()
+        assert first["messages"][0]["content"] == second["messages"][0]["content"]
+        assert [m["content"] for m in second["messages"][1:]] == [
+            "first",
+            "echo: first",
+            "second",
+        ]
+
+    def test_same_message_id_twice_gives_one_reply(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        first = post(client, "c1", "once", id="platform-42")
+        again = post(client, "c1", "once", id="platform-42")
+        assert again.status_code == 202
+        assert again.json() == first.json() | {"duplicate": True}
+        wait_replies(client, "c1", 1)
+        post(client, "c1", "next")
+        wait_replies(client, "c1", 2)
+        assert len(fake_llm.chat_requests()) == 2
+        assert [m["text"] for m in conversation(client, "c1") if m["role"] == "user"] == [
+            "once",
+            "next",
+        ]
+
+    def test_messages_of_one_session_are_answered_in_arrival_order(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        fake_llm.delay = 0.05
+        for i in range(6):
+            assert post(client, "ordered", f"m{i}").status_code == 202
+        wait_replies(client, "ordered", 6)
+        asked = [r["messages"][-1]["content"] for r in fake_llm.chat_requests()]
+        assert asked == [f"m{i}" for i in range(6)]
+        for request in fake_llm.chat_requests():
+            users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+            assert users == sorted(users), "a turn never sees later messages before its own"
+
+    def test_different_sessions_run_in_parallel(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        fake_llm.delay = 1.0
+        import time
+
+        started = time.monotonic()
+        for i in range(4):
+            post(client, f"par{i}", "hi")
+        for i in range(4):
+            wait_replies(client, f"par{i}", 1)
+        assert time.monotonic() - started < 3.5
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("body", "status", "fragment"),
+        [
+            ({"text": ""}, 400, "empty"),
+            ({"text": "   \n"}, 400, "empty"),
+            ({"text": "x" * 32_001}, 413, "limit is 32,000"),
+            ({"user": "ann"}, 422, "text"),
+            ({"text": 5}, 422, "text"),
+        ],
+    )
+    def test_refused_with_a_clear_message_and_nothing_stored(
+        self, client: httpx.Client, body: dict[str, Any], status: int, fragment: str
+    ) -> None:
+        response = client.post("/api/webchat/bad/messages", json=body)
+        assert response.status_code == status
+        assert fragment in response.json()["error"]
+        assert client.get("/api/webchat/bad/messages").status_code == 404
+
+    def test_invalid_json(self, client: httpx.Client) -> None:
+        response = client.post(
+            "/api/webchat/bad/messages",
+            content=b'{"text": "unterminated',
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 400
+        assert "not valid JSON" in response.json()["error"]
+        assert client.get("/api/webchat/bad/messages").status_code == 404
+
+    @pytest.mark.parametrize("cid", ["has space", "x" * 65, "semi;colon"])
+    def test_malformed_conversation_id(self, client: httpx.Client, cid: str) -> None:
+        assert post(client, cid, "hi").status_code in (404, 422)
+
+    def test_unknown_conversation(self, client: httpx.Client) -> None:
+        response = client.get("/api/webchat/never-used/messages")
+        assert response.status_code == 404
+        assert "unknown conversation" in response.json()["error"]
+
+
+class TestProviderErrors:
+    def test_auth_failure_gives_a_short_notice_and_the_next_turn_works(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        fake_llm.fail_next(Failure.unauthorized())
+        post(client, "c1", "first")
+        (notice,) = wait_replies(client, "c1", 1)
+        assert notice["kind"] == "notice"
+        assert "refused our credentials" in notice["text"]
+        post(client, "c1", "second")
+        replies_ = wait_replies(client, "c1", 2)
+        assert replies_[1]["text"] == "echo: second"
+        last = fake_llm.chat_requests()[-1]["messages"]
+        assert [m["content"] for m in last[1:]] == ["first", "second"], "notices stay out"
+
+    def test_rate_limit_and_server_errors_are_retried(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        fake_llm.fail_next(Failure.rate_limited(0), Failure.server_error())
+        post(client, "c1", "persist")
+        (reply,) = wait_replies(client, "c1", 1)
+        assert reply["text"] == "echo: persist"
+        assert len(fake_llm.chat_requests()) == 3
+
+    def test_retries_are_bounded(self, client: httpx.Client, fake_llm: FakeLLM) -> None:
+        fake_llm.fail_next(*[Failure.server_error()] * 5)
+        post(client, "c1", "doomed")
+        (notice,) = wait_replies(client, "c1", 1)
+        assert "unavailable" in notice["text"]
+        assert len(fake_llm.chat_requests()) == 3, "one call and HUBBUB_LLM_MAX_RETRIES=2"
+
+
+class TestCommands:
+    def test_help_is_answered_without_the_model(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        post(client, "c1", "/help")
+        (reply,) = wait_replies(client, "c1", 1)
+        assert "/new" in reply["text"] and reply["kind"] == "command"
+        assert fake_llm.chat_requests() == []
+
+    def test_new_starts_a_fresh_session_and_keeps_the_old(
+        self, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        post(client, "c1", "remember the old days")
+        wait_replies(client, "c1", 1)
+        post(client, "c1", "/new")
+        wait_replies(client, "c1", 2)
+        post(client, "c1", "fresh start")
+        wait_replies(client, "c1", 3)
+        last = fake_llm.chat_requests()[-1]["messages"]
+        assert [m["content"] for m in last[1:]] == ["fresh start"]
+        texts = [m["text"] for m in conversation(client, "c1")]
+        assert "remember the old days" in texts and "fresh start" in texts
+
+    def test_usage_reports_the_window(self, client: httpx.Client) -> None:
+        post(client, "c1", "hi")
+        wait_replies(client, "c1", 1)
+        post(client, "c1", "/usage")
+        usage = wait_replies(client, "c1", 2)[1]["text"]
+        assert "of 128,000 tokens" in usage
+
+
+class TestNoModel:
+    def test_page_and_api_explain_what_to_set(
+        self,
+        db_url: str,
+        tmp_path: Path,
+        gateway_factory: Callable[..., GatewayServer],
+    ) -> None:
+        env = hubbub_env(db_url=db_url, home=tmp_path, fake=None)
+        gateway = gateway_factory(settings_from_env(env))
+        with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+            status = client.get("/api/webchat/status").json()
+            assert status["model_configured"] is False
+            assert "HUBBUB_MODEL" in status["setup_hint"]
+            page = client.get("/")
+            assert page.status_code == 200 and "Hubbub" in page.text
+            assert post(client, "c1", "anyone there?").status_code == 202
+            (notice,) = wait_replies(client, "c1", 1)
+            assert "HUBBUB_MODEL" in notice["text"]
+            assert client.get("/healthz").json() == {"status": "ok"}
+
+
+class TestServiceEndpoints:
+    def test_ready_and_metrics(self, client: httpx.Client) -> None:
+        ready = client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["broker"] == "embedded"
+        post(client, "c1", "count me")
+        wait_replies(client, "c1", 1)
+        metrics = client.get("/metrics").text
+        for name in (
+            "hubbub_inbound_messages_total",
+            "hubbub_turns_total",
+            "hubbub_turn_seconds_bucket",
+            "hubbub_turn_overhead_seconds_bucket",
+            "hubbub_llm_tokens_total",
+            "hubbub_errors_total",
+        ):
+            assert name in metrics
+
+    def test_not_ready_when_the_broker_is_down(
+        self,
+        db_url: str,
+        tmp_path: Path,
+        fake_llm: FakeLLM,
+        gateway_factory: Callable[..., GatewayServer],
+    ) -> None:
+        env = hubbub_env(
+            db_url=db_url, home=tmp_path, fake=fake_llm, redis_url="redis://127.0.0.1:1/0"
+        )
+        gateway = gateway_factory(settings_from_env(env))
+        response = httpx.get(f"{gateway.base_url}/readyz", timeout=30)
+        assert response.status_code == 503
+        assert "broker unreachable" in response.json()["reasons"][0]
