@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures.llm_server import FakeLLM, Failure
+from tests.fixtures.llm_server import Failure, FakeLLM
 from tests.fixtures.services import (
     GatewayServer,
     conversation,
@@ -46,11 +46,12 @@ def post(client: httpx.Client, cid: str, text: str, **extra: Any) -> httpx.Respo
 def wait_replies(
     client: httpx.Client, cid: str, n: int, timeout: float = 20
 ) -> list[dict[str, Any]]:
-    return wait_until(
+    found: list[dict[str, Any]] = wait_until(
         lambda: (r := replies(client, cid)) and len(r) >= n and r,
         timeout=timeout,
         what=f"{n} replies in {cid}",
     )
+    return found
 
 
 class TestTurn:
@@ -205,7 +206,8 @@ class TestCommands:
     ) -> None:
         post(client, "c1", "/help")
         (reply,) = wait_replies(client, "c1", 1)
-        assert "/new" in reply["text"] and reply["kind"] == "command"
+        assert "/new" in reply["text"]
+        assert reply["kind"] == "command"
         assert fake_llm.chat_requests() == []
 
     def test_new_starts_a_fresh_session_and_keeps_the_old(
@@ -220,7 +222,8 @@ class TestCommands:
         last = fake_llm.chat_requests()[-1]["messages"]
         assert [m["content"] for m in last[1:]] == ["fresh start"]
         texts = [m["text"] for m in conversation(client, "c1")]
-        assert "remember the old days" in texts and "fresh start" in texts
+        assert "remember the old days" in texts
+        assert "fresh start" in texts
 
     def test_usage_reports_the_window(self, client: httpx.Client) -> None:
         post(client, "c1", "hi")
@@ -244,7 +247,8 @@ class TestNoModel:
             assert status["model_configured"] is False
             assert "HUBBUB_MODEL" in status["setup_hint"]
             page = client.get("/")
-            assert page.status_code == 200 and "Hubbub" in page.text
+            assert page.status_code == 200
+            assert "Hubbub" in page.text
             assert post(client, "c1", "anyone there?").status_code == 202
             (notice,) = wait_replies(client, "c1", 1)
             assert "HUBBUB_MODEL" in notice["text"]

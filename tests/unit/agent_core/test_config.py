@@ -52,7 +52,7 @@ def test_missing_yaml_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
 )
 def test_invalid_values_name_the_setting(field: str, value: str) -> None:
     with pytest.raises(ValidationError, match=field):
-        Settings(**{field: value})
+        Settings.model_validate({field: value})
 
 
 def test_hygiene_must_stay_above_compressor() -> None:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import httpx
-import litellm
 import pytest
+from litellm import exceptions as lx
 
 from agent_core.errors import (
     ContextOverflow,
@@ -24,39 +24,37 @@ def _response(status: int, headers: dict[str, str] | None = None) -> httpx.Respo
     ("exc", "expected"),
     [
         (
-            litellm.ContextWindowExceededError(
-                message="too long", model=MODEL, llm_provider="openai"
-            ),
+            lx.ContextWindowExceededError(message="too long", model=MODEL, llm_provider="openai"),
             ContextOverflow,
         ),
         (
-            litellm.RateLimitError(message="Request too large", model=MODEL, llm_provider="openai"),
+            lx.RateLimitError(message="Request too large", model=MODEL, llm_provider="openai"),
             ContextOverflow,
         ),
         (
-            litellm.RateLimitError(message="slow down", model=MODEL, llm_provider="openai"),
+            lx.RateLimitError(message="slow down", model=MODEL, llm_provider="openai"),
             ProviderRateLimited,
         ),
         (
-            litellm.AuthenticationError(message="bad key", model=MODEL, llm_provider="openai"),
+            lx.AuthenticationError(message="bad key", model=MODEL, llm_provider="openai"),
             ProviderAuthError,
         ),
         (
-            litellm.InternalServerError(message="boom", model=MODEL, llm_provider="openai"),
+            lx.InternalServerError(message="boom", model=MODEL, llm_provider="openai"),
             ProviderUnavailable,
         ),
         (
-            litellm.APIConnectionError(message="refused", model=MODEL, llm_provider="openai"),
+            lx.APIConnectionError(message="refused", model=MODEL, llm_provider="openai"),
             ProviderUnavailable,
         ),
         (
-            litellm.BadRequestError(
+            lx.BadRequestError(
                 message="Input is too long for requested model", model=MODEL, llm_provider="openai"
             ),
             ContextOverflow,
         ),
         (
-            litellm.BadRequestError(message="bad tool schema", model=MODEL, llm_provider="openai"),
+            lx.BadRequestError(message="bad tool schema", model=MODEL, llm_provider="openai"),
             ProviderBadRequest,
         ),
     ],
@@ -66,7 +64,7 @@ def test_translate_picks_the_specific_error(exc: Exception, expected: type) -> N
 
 
 def test_rate_limit_keeps_retry_after() -> None:
-    exc = litellm.RateLimitError(
+    exc = lx.RateLimitError(
         message="slow",
         model=MODEL,
         llm_provider="openai",
@@ -78,7 +76,7 @@ def test_rate_limit_keeps_retry_after() -> None:
 
 
 def test_keys_never_reach_the_message() -> None:
-    exc = litellm.AuthenticationError(
+    exc = lx.AuthenticationError(
         message="Incorrect API key provided: sk-abcdef1234567890",
         model=MODEL,
         llm_provider="openai",
@@ -88,8 +86,8 @@ def test_keys_never_reach_the_message() -> None:
 
 def test_context_manager_chains_the_original() -> None:
     with pytest.raises(ProviderUnavailable) as info, map_litellm_errors(MODEL):
-        raise litellm.InternalServerError(message="x", model=MODEL, llm_provider="openai")
-    assert isinstance(info.value.__cause__, litellm.InternalServerError)
+        raise lx.InternalServerError(message="x", model=MODEL, llm_provider="openai")
+    assert isinstance(info.value.__cause__, lx.InternalServerError)
 
 
 def test_errors_survive_pickling() -> None:

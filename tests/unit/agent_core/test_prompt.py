@@ -55,7 +55,8 @@ class TestContextTruncation:
         out = truncate_middle(text, 1000, "AGENTS.md")
         assert out.startswith("H" * 700)
         assert out.endswith("T" * 200)
-        assert "omitted" in out and "AGENTS.md" in out
+        assert "omitted" in out
+        assert "AGENTS.md" in out
 
     def test_short_text_untouched(self) -> None:
         assert truncate_middle("short", 100, "x") == "short"
