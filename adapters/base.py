@@ -1,5 +1,8 @@
 """What every platform adapter provides, and the errors it may raise.
 
+Deliverers send replies; webhook handlers and listeners receive events and pass
+``InboundMessage`` values to the gateway's sink.
+
 ::
 
     AdapterError
@@ -10,11 +13,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from adapters.messages import ChatTarget, OutboundMessage
+from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
+
+InboundSink = Callable[[InboundMessage], Awaitable[None]]
+"""Where adapters hand what they receive: stores it durably and schedules its turn.
+
+It returns once the message is stored (so a webhook may answer the platform right after),
+never raises for bad input (it logs and drops it), and does no LLM work.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +122,53 @@ class Deliverer(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.shutdown()
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookResponse:
+    """What the gateway answers the platform."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+
+
+class WebhookHandler(ABC):
+    """Receives one bot's platform webhooks at ``/webhooks/{platform}/{bot_id}``.
+
+    Framework-neutral: the gateway passes headers (lower-cased names) and the raw body.
+    """
+
+    def __init__(self, config: BotConfig, sink: InboundSink) -> None:
+        self.config = config
+        self.sink = sink
+
+    async def initialize(self) -> None:  # noqa: B027 (optional hook)
+        """Prepare (e.g. learn the bot's own user id); the default does nothing."""
+
+    async def shutdown(self) -> None:  # noqa: B027 (optional hook)
+        """Release clients; the default does nothing."""
+
+    @abstractmethod
+    async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResponse:
+        """Verify, parse and hand the event to the sink; answer quickly.
+
+        Raises:
+            WebhookVerificationError: signature or secret check failed; nothing enqueued.
+        """
+
+
+class Listener(ABC):
+    """A long-lived connection that receives one bot's events (polling, websocket).
+
+    The gateway runs :meth:`run` as a task, restarts it with back-off when it raises,
+    and cancels it on shutdown.
+    """
+
+    def __init__(self, config: BotConfig, sink: InboundSink) -> None:
+        self.config = config
+        self.sink = sink
+
+    @abstractmethod
+    async def run(self) -> None:
+        """Receive events until cancelled; raise to be restarted after a back-off."""

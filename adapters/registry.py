@@ -1,17 +1,37 @@
-"""Which deliverer serves which platform; adapters are imported only when used."""
+"""Which adapter serves which platform; adapters are imported only when used.
+
+Each platform package exports a deliverer class and two factories:
+``create_listener(config, sink) -> Listener | None`` (a long-lived connection, when the
+bot's configuration calls for one) and ``create_webhook(config, sink) -> WebhookHandler |
+None`` (when the platform pushes events over HTTP).
+"""
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
-from adapters.base import BotConfig, Deliverer
+from adapters.base import BotConfig, Deliverer, InboundSink, Listener, WebhookHandler
 
-_DELIVERERS: dict[str, str] = {
-    "webchat": "adapters.webchat:WebchatDeliverer",
-    "telegram": "adapters.telegram:TelegramDeliverer",
-    "discord": "adapters.discord:DiscordDeliverer",
-    "slack": "adapters.slack:SlackDeliverer",
+_PACKAGES: dict[str, str] = {
+    "webchat": "adapters.webchat",
+    "telegram": "adapters.telegram",
+    "discord": "adapters.discord",
+    "slack": "adapters.slack",
 }
+_DELIVERERS: dict[str, str] = {
+    "webchat": "WebchatDeliverer",
+    "telegram": "TelegramDeliverer",
+    "discord": "DiscordDeliverer",
+    "slack": "SlackDeliverer",
+}
+
+
+def _module(platform: str) -> Any:
+    try:
+        return importlib.import_module(_PACKAGES[platform])
+    except KeyError:
+        raise KeyError(f"no adapter for platform {platform!r}") from None
 
 
 def create_deliverer(config: BotConfig) -> Deliverer:
@@ -20,17 +40,23 @@ def create_deliverer(config: BotConfig) -> Deliverer:
     Raises:
         KeyError: no adapter is installed for the platform.
     """
-    try:
-        path = _DELIVERERS[config.platform]
-    except KeyError:
-        raise KeyError(f"no adapter for platform {config.platform!r}") from None
-    module_name, _, attr = path.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    deliverer = factory(config)
+    deliverer = getattr(_module(config.platform), _DELIVERERS[config.platform])(config)
     assert isinstance(deliverer, Deliverer)
     return deliverer
 
 
+def create_listener(config: BotConfig, sink: InboundSink) -> Listener | None:
+    """The bot's long-lived connection, or ``None`` when its platform pushes to webhooks."""
+    factory = getattr(_module(config.platform), "create_listener", None)
+    return factory(config, sink) if factory is not None else None
+
+
+def create_webhook(config: BotConfig, sink: InboundSink) -> WebhookHandler | None:
+    """The bot's webhook handler, or ``None`` when it receives over a connection."""
+    factory = getattr(_module(config.platform), "create_webhook", None)
+    return factory(config, sink) if factory is not None else None
+
+
 def platforms() -> list[str]:
-    """The platforms Hubbub can deliver to."""
-    return sorted(_DELIVERERS)
+    """The platforms Hubbub has adapters for."""
+    return sorted(_PACKAGES)

@@ -12,7 +12,8 @@ from fastapi.concurrency import run_in_threadpool
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from gateway.errors import install_error_handlers
-from gateway.routes import health, webchat
+from gateway.routes import health, webchat, webhooks
+from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
 from workers.embedded import EmbeddedRunner
@@ -55,6 +56,9 @@ def create_app(
         app.state.runtime = runtime
         if runner is not None:
             await run_in_threadpool(runner.start)
+        supervisor = PlatformSupervisor(runtime)
+        app.state.supervisor = supervisor
+        await supervisor.start()
         log.info(
             "gateway started",
             extra={
@@ -66,6 +70,7 @@ def create_app(
         try:
             yield
         finally:
+            await supervisor.stop()
             if runner is not None:
                 await run_in_threadpool(runner.stop, settings.shutdown_grace_seconds)
             await run_in_threadpool(runtime.close)
@@ -75,4 +80,5 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(webchat.router)
+    app.include_router(webhooks.router)
     return app

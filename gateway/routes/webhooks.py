@@ -1,0 +1,22 @@
+"""``POST /webhooks/{platform}/{bot_id}``: platform pushes, verified by each adapter."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from gateway.supervisor import PlatformSupervisor
+
+router = APIRouter(tags=["webhooks"])
+
+
+@router.post("/webhooks/{platform}/{bot_id}")
+async def receive(platform: str, bot_id: str, request: Request) -> Response:
+    """Hand the raw request to the bot's handler; unknown bots get 404, nothing stored."""
+    supervisor: PlatformSupervisor = request.app.state.supervisor
+    handler = supervisor.webhook(platform, bot_id)
+    if handler is None:
+        return JSONResponse({"error": f"no {platform} bot {bot_id!r} here"}, status_code=404)
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    result = await handler.handle(headers, await request.body())
+    return Response(content=result.body, status_code=result.status, media_type=result.content_type)

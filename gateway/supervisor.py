@@ -1,0 +1,131 @@
+"""Platform connections of the gateway: webhook handlers and long-lived listeners per bot.
+
+Listeners (Telegram long polling, the Discord gateway, Slack Socket Mode) run as tasks and
+are restarted with back-off when they fail; webhook handlers are looked up by the route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+
+from fastapi.concurrency import run_in_threadpool
+
+from adapters.base import BotConfig, Listener, WebhookHandler
+from adapters.messages import InboundMessage
+from adapters.registry import create_listener, create_webhook
+from agent_core.db.engine import transaction
+from agent_core.db.models import DEFAULT_TENANT_ID
+from agent_core.errors import InvalidInput
+from agent_core.tenancy.repository import TenancyRepository
+from workers import metrics
+from workers.bots import ENV_BOT_NAME, env_bot_config
+from workers.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+PLATFORMS = ("telegram", "discord", "slack")
+RESTART_BASE_SECONDS = 1.0
+RESTART_MAX_SECONDS = 60.0
+HEALTHY_AFTER_SECONDS = 60.0
+"""A listener that ran this long before failing restarts its back-off from the start."""
+
+
+def bot_path_id(config: BotConfig) -> str:
+    """The ``{bot_id}`` of the bot's webhook URL: its name, prefixed by a non-default tenant."""
+    if config.tenant_id == DEFAULT_TENANT_ID:
+        return config.bot_name
+    return f"{config.tenant_id}.{config.bot_name}"
+
+
+class PlatformSupervisor:
+    """Starts, watches and stops every configured bot's platform connection."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._webhooks: dict[tuple[str, str], WebhookHandler] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def sink(self, inbound: InboundMessage) -> None:
+        """Store an inbound message and schedule its turn; bad input is logged and dropped."""
+        try:
+            await run_in_threadpool(self._runtime.intake.accept, inbound)
+        except InvalidInput as exc:
+            metrics.INBOUND.labels(inbound.platform, "rejected").inc()
+            log.info(
+                "inbound message refused", extra={"platform": inbound.platform, "reason": str(exc)}
+            )
+
+    def bot_configs(self) -> list[BotConfig]:
+        """Every bot with platform credentials: env bots first, then database bots."""
+        configs: list[BotConfig] = []
+        for platform in PLATFORMS:
+            config = env_bot_config(self._runtime.settings, platform)
+            if config is not None:
+                self._runtime.bots.resolve(DEFAULT_TENANT_ID, platform, ENV_BOT_NAME)
+                configs.append(config)
+        with transaction(self._runtime.factory) as db:
+            stored = [
+                b.id
+                for b in TenancyRepository.from_session(db).list_bots()
+                if b.platform in PLATFORMS and b.credentials is not None
+            ]
+        configs.extend(self._runtime.bots.config(bot_id) for bot_id in stored)
+        return configs
+
+    async def start(self) -> None:
+        """Build handlers and start listeners; a bot that fails to start is logged, not fatal."""
+        for config in await run_in_threadpool(self.bot_configs):
+            try:
+                webhook = create_webhook(config, self.sink)
+                if webhook is not None:
+                    await webhook.initialize()
+                    self._webhooks[(config.platform, bot_path_id(config))] = webhook
+                listener = create_listener(config, self.sink)
+                if listener is not None:
+                    self._tasks.append(asyncio.create_task(self._supervise(listener)))
+            except Exception:
+                log.exception(
+                    "platform bot failed to start",
+                    extra={"platform": config.platform, "bot": bot_path_id(config)},
+                )
+
+    async def _supervise(self, listener: Listener) -> None:
+        config = listener.config
+        failures = 0
+        while True:
+            started = asyncio.get_running_loop().time()
+            try:
+                await listener.run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                ran = asyncio.get_running_loop().time() - started
+                failures = 1 if ran > HEALTHY_AFTER_SECONDS else failures + 1
+                delay = min(RESTART_BASE_SECONDS * 2 ** (failures - 1), RESTART_MAX_SECONDS)
+                delay *= random.uniform(0.8, 1.2)
+                metrics.ERRORS.labels(f"{config.platform}_listener").inc()
+                log.exception(
+                    "platform listener failed, restarting",
+                    extra={"platform": config.platform, "delay_seconds": round(delay, 1)},
+                )
+                await asyncio.sleep(delay)
+
+    def webhook(self, platform: str, bot_id: str) -> WebhookHandler | None:
+        """The handler for ``/webhooks/{platform}/{bot_id}``, if that bot exists."""
+        return self._webhooks.get((platform, bot_id))
+
+    async def stop(self) -> None:
+        """Stop receiving: cancel listeners and close webhook handlers."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for handler in self._webhooks.values():
+            try:
+                await handler.shutdown()
+            except Exception:
+                log.warning("webhook handler shutdown failed", exc_info=True)
+        self._webhooks.clear()
