@@ -54,6 +54,7 @@ CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 
 TriggerMode = Literal["mention", "all", "commands"]
 CacheTTL = Literal["5m", "1h"]
+TelegramMode = Literal["auto", "webhook", "polling"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,10 @@ class Settings(BaseSettings):
     telegram_token: SecretStr | None = None
     telegram_api_base: str | None = None
     telegram_webhook_secret: SecretStr | None = None
+    """Checked against ``X-Telegram-Bot-Api-Secret-Token``; required for webhook mode."""
+    telegram_mode: TelegramMode = "auto"
+    """How the env Telegram bot receives: ``webhook``, ``polling``, or ``auto`` (webhook when
+    ``HUBBUB_PUBLIC_URL`` is set, else long polling)."""
     discord_token: SecretStr | None = None
     discord_api_base: str | None = None
     slack_bot_token: SecretStr | None = None

@@ -59,6 +59,7 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
             extra={
                 "webhook_secret": _secret(settings.telegram_webhook_secret),
                 "public_url": settings.public_url,
+                "mode": settings.telegram_mode,
             },
         )
     if platform == "discord" and settings.discord_token:
