@@ -34,6 +34,7 @@ def create_celery(settings: Settings) -> Celery:
         accept_content=["json"],
         task_default_queue=QUEUE,
         worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
         worker_pool="threads",
         worker_concurrency=settings.worker_concurrency,
         worker_send_task_events=False,

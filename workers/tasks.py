@@ -54,10 +54,16 @@ def _sweep_loop() -> None:
             log.exception("sweep failed")
 
 
+@signals.setup_logging.connect
+def _setup_logging(**_: Any) -> None:
+    # Connecting here stops Celery from installing its own handlers: one log format for all.
+    settings = runtime().settings
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+
+
 @signals.worker_ready.connect
 def _on_ready(**_: Any) -> None:
     rt = runtime()
-    configure_logging(rt.settings.log_level, json_lines=rt.settings.log_json)
     if rt.settings.worker_metrics_port:
         start_http_server(rt.settings.worker_metrics_port, addr=rt.settings.host)
     sweep(rt.factory, rt.dispatcher, rt.delivery)
