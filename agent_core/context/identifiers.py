@@ -1,0 +1,218 @@
+"""The identifier ledger: exact strings from compacted turns, carried verbatim in the summary.
+
+Summary models paraphrase, and a paraphrased commit hash or ticket number is worse than
+none. So identifiers (URLs, UUIDs, hashes, e-mail addresses, paths, ticket references,
+versions, code names) are extracted with regular expressions, not by the model, and
+written into the summary's "Critical Identifiers" section: deduplicated, most recent
+first, within a fixed share of the summary budget. What does not fit stays findable in
+the archived turns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+LEDGER_HEADING = "## Critical Identifiers"
+LEDGER_NOTE = "(verbatim from the compacted turns, most recent first)"
+LEDGER_SHARE = 0.25
+"""Share of the summary budget reserved for the ledger."""
+LEDGER_CHARS_PER_TOKEN = 3
+"""Identifiers tokenise worse than prose (hashes, paths), so the ledger is sized cautiously."""
+LEDGER_LINE_OVERHEAD_TOKENS = 2
+"""The ``- `` bullet and the newline of each ledger line."""
+MAX_IDENTIFIER_CHARS = 256
+"""Longer matches (data blobs, giant URLs) are left to the archive."""
+MIN_IDENTIFIER_CHARS = 2
+
+
+class IdentifierKind(StrEnum):
+    """What an extracted identifier is."""
+
+    URL = "url"
+    EMAIL = "email"
+    UUID = "uuid"
+    TICKET = "ticket"
+    PATH = "path"
+    HASH = "hash"
+    VERSION = "version"
+    CODE = "code"
+
+
+_W = r"[\w.@+-]"  # one character of a path segment
+# Order matters: earlier alternatives win, so a URL is never split into a path and names.
+_IDENTIFIER = re.compile(
+    "|".join(
+        (
+            r"(?P<url>\b(?:https?|ftp|ssh|git|wss?)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+)",
+            r"(?P<email>\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)",
+            r"(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+            r"[0-9a-fA-F]{12}\b)",
+            r"(?P<ticket>\b[\w.-]+/[\w.-]+#\d+\b|(?<![\w&#])#\d{1,7}\b|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b)",
+            rf"(?P<path>(?:~|\.\.?)/{_W}+(?:/{_W}+)*/?"
+            rf"|(?<![\w/:.~])/{_W}+(?:/{_W}+)+/?"
+            r"|(?<![\w/:.~])/[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
+            rf"|\b{_W}+(?:/{_W}+)*/[\w@+-]+\.[A-Za-z0-9]{{1,8}}\b"
+            r"|\b[A-Za-z]:\\[^\s\"'<>|]+)",
+            r"(?P<hash>\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b)",
+            r"(?P<version>\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b)",
+            r"(?P<dotted>\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b)",
+            r"(?P<snake>\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*)",
+            r"(?P<camel>\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)",
+        )
+    )
+)
+_KIND_OF_GROUP = {
+    "url": IdentifierKind.URL,
+    "email": IdentifierKind.EMAIL,
+    "uuid": IdentifierKind.UUID,
+    "ticket": IdentifierKind.TICKET,
+    "path": IdentifierKind.PATH,
+    "hash": IdentifierKind.HASH,
+    "version": IdentifierKind.VERSION,
+    "dotted": IdentifierKind.CODE,
+    "snake": IdentifierKind.CODE,
+    "camel": IdentifierKind.CODE,
+}
+_BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
+_URL_TRAILING = ".,;:!?)]}'\""
+_PUNCTUATION = ".,;:!?()[]{}\"'<>"
+
+
+def _plain_word(word: str) -> bool:
+    """A word no identifier pattern can match: letters in one case (or Title case), or digits.
+
+    Filtering these out first lets the pattern run over a small fraction of the text,
+    which keeps extraction cheap on transcripts of thousands of messages.
+    """
+    word = word.strip(_PUNCTUATION)
+    if not word or word.isdigit():
+        return True
+    return word.isalpha() and (word.islower() or word.isupper() or word[1:].islower())
+
+
+def _clean(group: str, value: str) -> str | None:
+    """The identifier as it should be carried, or ``None`` when the match is noise."""
+    if group in ("url", "path"):
+        value = value.rstrip(_URL_TRAILING)
+    elif group == "dotted" and max(len(part) for part in value.split(".")) < 2:
+        return None  # "e.g", "i.e"
+    if not MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS:
+        return None
+    return value
+
+
+def find_identifiers(text: str) -> list[tuple[IdentifierKind, str]]:
+    """Identifiers in ``text`` with their kind (duplicates kept).
+
+    Backticked spans come first, then the other identifiers in order of appearance.
+    """
+    found: list[tuple[IdentifierKind, str]] = []
+    if "`" in text:
+        for quoted in _BACKTICKED.finditer(text):
+            value = quoted.group(1).strip()
+            if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS:
+                found.append((IdentifierKind.CODE, value))
+        text = _BACKTICKED.sub(" ", text)
+    candidates = " ".join(word for word in text.split() if not _plain_word(word))
+    for match in _IDENTIFIER.finditer(candidates):
+        group = match.lastgroup
+        assert group is not None
+        value = _clean(group, match.group())
+        if value is not None:
+            found.append((_KIND_OF_GROUP[group], value))
+    return found
+
+
+def recent_identifiers(texts: Sequence[str]) -> list[str]:
+    """Distinct identifiers in chronologically ordered ``texts``, most recent first."""
+    seen: dict[str, None] = {}
+    for text in reversed(texts):
+        for _kind, value in reversed(find_identifiers(text)):
+            seen.setdefault(value, None)
+    return list(seen)
+
+
+def identifier_set(texts: Iterable[str]) -> set[str]:
+    """Every identifier in ``texts``: used to skip those the kept turns already show."""
+    return {value for text in texts for _kind, value in find_identifiers(text)}
+
+
+def identifier_tokens(value: str) -> int:
+    """What one ledger line costs, estimated cautiously."""
+    return -(-len(value) // LEDGER_CHARS_PER_TOKEN) + LEDGER_LINE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The identifiers a summary carries and those left to the archive."""
+
+    carried: tuple[str, ...]
+    """Written into the summary, most recent first."""
+    dropped: tuple[str, ...]
+    """Did not fit the ledger's share of the budget; still in the archived turns."""
+
+    @property
+    def tokens(self) -> int:
+        """The ledger section's estimated size."""
+        if not self.carried:
+            return 0
+        header = -(-(len(LEDGER_HEADING) + len(LEDGER_NOTE)) // LEDGER_CHARS_PER_TOKEN)
+        return header + sum(identifier_tokens(v) for v in self.carried)
+
+    def render(self) -> str:
+        """The "Critical Identifiers" section, or ``""`` when there is nothing to carry."""
+        if not self.carried:
+            return ""
+        lines = [LEDGER_HEADING, LEDGER_NOTE, *(f"- {value}" for value in self.carried)]
+        return "\n".join(lines)
+
+
+def build_ledger(candidates: Sequence[str], budget_tokens: int) -> Ledger:
+    """Fit ``candidates`` (most recent first) into ``budget_tokens``.
+
+    A long identifier that does not fit is skipped rather than ending the ledger, so
+    shorter older ones can still use the room.
+    """
+    carried: list[str] = []
+    dropped: list[str] = []
+    used = 0
+    for value in candidates:
+        cost = identifier_tokens(value)
+        if used + cost <= budget_tokens:
+            carried.append(value)
+            used += cost
+        else:
+            dropped.append(value)
+    return Ledger(tuple(carried), tuple(dropped))
+
+
+def ledger_budget_tokens(summary_budget_tokens: int) -> int:
+    """The ledger's fixed share of a summary budget."""
+    return int(summary_budget_tokens * LEDGER_SHARE)
+
+
+def parse_ledger(summary: str) -> list[str]:
+    """The identifiers a previous summary carried, in their order."""
+    values: list[str] = []
+    inside = False
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == LEDGER_HEADING
+        elif inside and line.startswith("- "):
+            values.append(line[2:])
+    return values
+
+
+def without_ledger(summary: str) -> str:
+    """``summary`` without its "Critical Identifiers" section (rebuilt on every compaction)."""
+    kept: list[str] = []
+    inside = False
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            inside = line.strip().lower() == LEDGER_HEADING.lower()
+        if not inside:
+            kept.append(line)
+    return "\n".join(kept).strip()

@@ -1,0 +1,104 @@
+"""Turn messages into the labelled, capped, redacted text a summary model reads.
+
+Each message becomes one block: a role label (with the speaker's name in groups, so the
+summary can say who said what), then its text capped at 6,000 characters (the first
+4,000 and the last 1,500: a long output's conclusion is usually at its end) and with
+secrets removed. Redaction runs over slightly more than is kept, so a secret cut by the
+cap is still recognised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agent_core.context.redaction import redact
+from agent_core.context.transcript import (
+    Message,
+    content_text,
+    speaker_of,
+    tool_call_name_and_arguments,
+    without_speaker_prefix,
+)
+
+MESSAGE_CHAR_CAP = 6_000
+MESSAGE_HEAD_CHARS = 4_000
+MESSAGE_TAIL_CHARS = 1_500
+REDACTION_OVERLAP_CHARS = 256
+"""Extra characters redacted beyond each kept part, so a secret split by the cap is caught."""
+
+
+@dataclass(frozen=True, slots=True)
+class CharCap:
+    """How much of one message a summary request may quote."""
+
+    total: int = MESSAGE_CHAR_CAP
+    head: int = MESSAGE_HEAD_CHARS
+    tail: int = MESSAGE_TAIL_CHARS
+
+    def within(self, max_total: int) -> CharCap:
+        """This cap shrunk proportionally to at most ``max_total`` characters."""
+        if max_total >= self.total:
+            return self
+        scale = max_total / self.total
+        return CharCap(max_total, int(self.head * scale), int(self.tail * scale))
+
+
+DEFAULT_CAP = CharCap()
+
+
+def capped_redacted(text: str, cap: CharCap = DEFAULT_CAP) -> str:
+    """``text`` redacted and, when longer than ``cap.total``, cut to its head and tail."""
+    if len(text) <= cap.total:
+        return redact(text)
+    head = redact(text[: cap.head + REDACTION_OVERLAP_CHARS])[: cap.head]
+    tail = redact(text[-(cap.tail + REDACTION_OVERLAP_CHARS) :])[-cap.tail :]
+    omitted = len(text) - cap.head - cap.tail
+    return f"{head}\n[… {omitted:,} characters omitted …]\n{tail}"
+
+
+def message_body(message: Message) -> str:
+    """Everything a message says: its text (without a group speaker prefix) and its calls."""
+    text = content_text(message.get("content"))
+    if message.get("role") == "user":
+        text = without_speaker_prefix(text)
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    if calls:
+        rendered = []
+        for call in calls:
+            name, arguments = tool_call_name_and_arguments(call)
+            rendered.append(f"{name}({arguments})")
+        text = f"{text}\n[calls] " if text else "[calls] "
+        text += "; ".join(rendered)
+    return text
+
+
+def turn_label(message: Message, tool_names: Mapping[str, str]) -> str:
+    """The role label of one block: ``USER (Alice)``, ``ASSISTANT``, ``TOOL RESULT (grep)``."""
+    role = str(message.get("role") or "unknown")
+    if role == "user":
+        speaker = speaker_of(message)
+        return f"USER ({speaker})" if speaker else "USER"
+    if role == "tool":
+        name = message.get("name") or tool_names.get(str(message.get("tool_call_id") or ""))
+        return f"TOOL RESULT ({name})" if name else "TOOL RESULT"
+    return role.upper()
+
+
+def serialize_turn(
+    message: Message,
+    tool_names: Mapping[str, str],
+    cap: CharCap = DEFAULT_CAP,
+    *,
+    body: str | None = None,
+) -> str:
+    """One labelled block for the summary request.
+
+    Args:
+        message: the message.
+        tool_names: call id -> function name, to label tool results.
+        cap: the character cap for the body.
+        body: the already capped and redacted body, when the caller has it.
+    """
+    text = capped_redacted(message_body(message), cap) if body is None else body
+    return f"[{turn_label(message, tool_names)}]: {text}"
