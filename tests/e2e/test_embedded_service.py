@@ -1,0 +1,86 @@
+"""``hubbub up`` as a user runs it: one process, embedded SQLite, no broker."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fixtures.llm_server import FakeLLM
+from tests.fixtures.services import (
+    ServiceProcess,
+    free_port,
+    hubbub_env,
+    replies,
+    start_up,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def _embedded_env(home: Path, fake: FakeLLM) -> dict[str, str]:
+    env = hubbub_env(db_url="", home=home, fake=fake)
+    del env["HUBBUB_DATABASE_URL"]  # the default: a SQLite file under HUBBUB_HOME
+    return env
+
+
+def test_up_migrates_and_answers(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    port = free_port()
+    processes.append(start_up(_embedded_env(tmp_path, fake_llm), port))
+    assert (tmp_path / "hubbub.db").is_file()
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        assert client.post("/api/webchat/e2e/messages", json={"text": "ping"}).status_code == 202
+        (reply,) = wait_until(lambda: replies(client, "e2e"), timeout=30, what="reply")
+        assert reply["text"] == "echo: ping"
+
+
+def test_message_accepted_before_a_crash_is_answered_after_restart(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    env = _embedded_env(tmp_path, fake_llm)
+    port = free_port()
+    first = start_up(env, port)
+    processes.append(first)
+    fake_llm.sleep_next(60)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        assert (
+            client.post("/api/webchat/crash/messages", json={"text": "keep me"}).status_code == 202
+        )
+    wait_until(lambda: fake_llm.chat_requests(), timeout=30, what="the slow model call")
+    first.kill()
+
+    second = start_up(env, port)
+    processes.append(second)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        (reply,) = wait_until(lambda: replies(client, "crash"), timeout=30, what="reply")
+        assert reply["text"] == "echo: keep me"
+
+
+def test_sigterm_answers_what_was_accepted_then_exits(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    env = _embedded_env(tmp_path, fake_llm)
+    port = free_port()
+    service = start_up(env, port)
+    processes.append(service)
+    fake_llm.delay = 1.0
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        for i in range(3):
+            response = client.post("/api/webchat/drain/messages", json={"text": f"m{i}"})
+            assert response.status_code == 202
+    service.signal(signal.SIGTERM)
+    # uvicorn re-raises the signal after its graceful shutdown, as servers conventionally do.
+    assert service.wait(60) in (0, -signal.SIGTERM)
+    assert any("gateway stopped" in line for line in service.lines)
+    fake_llm.delay = 0.0
+    restarted = start_up(env, port)
+    processes.append(restarted)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        answered = [r["text"] for r in replies(client, "drain")]
+    assert answered == ["echo: m0", "echo: m1", "echo: m2"], "all were answered before exit"
+    assert len(fake_llm.chat_requests()) == 3
