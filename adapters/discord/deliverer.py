@@ -1,0 +1,174 @@
+"""Send replies to Discord over its REST API, with discord.py's own HTTP client.
+
+The worker never opens a gateway connection: the deliverer logs a ``discord.Client`` in
+(``GET /users/@me``) without connecting and posts through
+:meth:`discord.Client.get_partial_messageable`, so requests, rate-limit buckets and 429
+waits are discord.py's. A reply is converted to Discord Markdown and split under 2,000
+characters; in groups its first message references the message it answers, in threads it
+goes to the thread, and it never pings anyone but the person it answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import discord
+
+from adapters.base import BotConfig, Deliverer, DeliveryError
+from adapters.discord.chunks import split_message
+from adapters.discord.endpoints import use_api_base
+from adapters.discord.errors import (
+    SEND_FAILURES,
+    delivery_error,
+    describe,
+    is_invalid_form,
+    is_transient,
+)
+from adapters.discord.formatting import to_discord_markdown, to_literal_text
+from adapters.discord.ids import message_snowflake
+from adapters.discord.indicator import TypingIndicators
+from adapters.messages import ChatTarget, OutboundMessage
+
+log = logging.getLogger(__name__)
+
+TYPING_FAILURES: tuple[type[BaseException], ...] = (DeliveryError, *SEND_FAILURES)
+
+MAX_RATE_LIMIT_WAIT_SECONDS = 30.0
+"""Longest 429 ``retry_after`` waited out in place; longer ones go back to the outbox."""
+REPLY_MENTIONS = discord.AllowedMentions(
+    everyone=False, users=False, roles=False, replied_user=True
+)
+"""A reply notifies the person it answers and nobody else, whatever the model wrote."""
+
+
+class DiscordDeliverer(Deliverer):
+    """Delivers one bot's replies and typing indicators through Discord's REST API."""
+
+    def __init__(self, config: BotConfig) -> None:
+        super().__init__(config)
+        if not config.token:
+            raise ValueError("a Discord bot needs a token (HUBBUB_DISCORD_TOKEN)")
+        self._token = config.token
+        self._client: discord.Client | None = None
+        self._login_lock: asyncio.Lock | None = None
+        self._typing = TypingIndicators()
+
+    async def initialize(self) -> None:
+        """Point discord.py at the configured API; logging in waits for the first send.
+
+        Raises:
+            EndpointConfigError: ``api_base`` is not an http(s) URL.
+        """
+        use_api_base(self.config.api_base)
+
+    async def shutdown(self) -> None:
+        """Stop typing indicators and close the HTTP session."""
+        await self._typing.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def deliver(self, message: OutboundMessage) -> list[str]:
+        """Send the reply, split under Discord's limit; returns the message ids in order.
+
+        Raises:
+            DeliveryError: Discord refused or could not be reached. Retryable only while
+                nothing of the reply has been sent.
+        """
+        client = await self._logged_in()
+        channel_id = message_snowflake(message.thread_id or message.chat_id)
+        if channel_id is None:
+            raise DeliveryError(f"not a Discord channel id: {message.chat_id!r}", retryable=False)
+        self._typing.stop(channel_id)
+        channel = client.get_partial_messageable(channel_id)
+        chunks = split_message(to_discord_markdown(message.text))
+        if not chunks:
+            raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
+        reference = _reference(channel, message)
+        ids: list[str] = []
+        for index, chunk in enumerate(chunks):
+            try:
+                await self._send(channel, chunk, reference if index == 0 else None, ids)
+            except SEND_FAILURES as exc:
+                raise delivery_error(exc, sent=len(ids)) from exc
+        return ids
+
+    async def send_typing(self, target: ChatTarget) -> None:
+        """Show "typing…" in the chat until the reply arrives; failures are only logged."""
+        channel_id = message_snowflake(target.thread_id or target.chat_id)
+        if channel_id is None:
+            return
+        try:
+            client = await self._logged_in()
+            channel = client.get_partial_messageable(channel_id)
+            await self._typing.start(channel_id, channel.typing)
+        except TYPING_FAILURES:
+            log.debug("Discord typing indicator failed", exc_info=True)
+
+    async def _send(
+        self,
+        channel: discord.PartialMessageable,
+        chunk: str,
+        reference: discord.MessageReference | None,
+        ids: list[str],
+    ) -> None:
+        try:
+            sent = await _post(channel, chunk, reference)
+        except discord.HTTPException as exc:
+            if not is_invalid_form(exc):
+                raise
+            # Discord has no markup parse errors, but a body it refuses must not lose the
+            # reply: send the text again with every Markdown character escaped.
+            log.warning(
+                "Discord refused a formatted message; sending it as literal text",
+                extra={"channel_id": channel.id, "reason": describe(exc)},
+            )
+            for index, piece in enumerate(split_message(to_literal_text(chunk))):
+                literal = await _post(channel, piece, reference if index == 0 else None)
+                ids.append(str(literal.id))
+            return
+        ids.append(str(sent.id))
+
+    async def _logged_in(self) -> discord.Client:
+        if self._client is not None and not self._client.is_closed():
+            return self._client
+        if self._login_lock is None:
+            self._login_lock = asyncio.Lock()
+        async with self._login_lock:
+            if self._client is not None and not self._client.is_closed():
+                return self._client
+            client = discord.Client(
+                intents=discord.Intents.none(),
+                max_ratelimit_timeout=MAX_RATE_LIMIT_WAIT_SECONDS,
+            )
+            try:
+                await client.login(self._token)
+            except SEND_FAILURES as exc:
+                await client.close()
+                raise DeliveryError(
+                    describe(exc),
+                    retryable=is_transient(exc) and not isinstance(exc, discord.LoginFailure),
+                ) from exc
+            self._client = client
+            return client
+
+
+async def _post(
+    channel: discord.PartialMessageable, text: str, reference: discord.MessageReference | None
+) -> discord.Message:
+    if reference is None:
+        return await channel.send(text, allowed_mentions=REPLY_MENTIONS)
+    return await channel.send(text, reference=reference, allowed_mentions=REPLY_MENTIONS)
+
+
+def _reference(
+    channel: discord.PartialMessageable, message: OutboundMessage
+) -> discord.MessageReference | None:
+    """Reply to the triggering message in groups, when it is a Discord message."""
+    if message.chat_type != "group" or message.reply_to_message_id is None:
+        return None
+    target = message_snowflake(message.reply_to_message_id)
+    if target is None:
+        return None
+    return channel.get_partial_message(target).to_reference(fail_if_not_exists=False)
