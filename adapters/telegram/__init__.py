@@ -13,7 +13,12 @@ Replies go out through :class:`TelegramDeliverer`.
 from adapters.base import BotConfig, InboundSink, Listener, WebhookHandler
 from adapters.telegram.client import opt_into_timedelta
 from adapters.telegram.deliverer import TelegramDeliverer
-from adapters.telegram.options import PLATFORM, TelegramConfigError, receive_options
+from adapters.telegram.options import (
+    PLATFORM,
+    TelegramConfigError,
+    receive_options,
+    require_token,
+)
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
 from adapters.telegram.webhook import TelegramWebhook
@@ -40,6 +45,7 @@ def create_listener(config: BotConfig, sink: InboundSink) -> Listener:
     Raises:
         TelegramConfigError: as for :func:`create_webhook`.
     """
+    require_token(config)
     options = receive_options(config)
     if options.mode == "webhook":
         return WebhookRegistration(config, sink, options)

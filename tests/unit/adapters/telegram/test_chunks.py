@@ -1,0 +1,126 @@
+"""Splitting replies into Telegram messages: every chunk fits, stays valid, loses nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.telegram.chunks import MESSAGE_LIMIT, render_chunks, utf16_length
+from adapters.telegram.formatting import markdown_to_html
+from tests.fixtures.platform_servers.telegram import parse_telegram_html
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """Letters and digits in order: what a reader must see, whatever the markup."""
+    return _WORDS.findall(text)
+
+
+def check(markdown: str, limit: int = MESSAGE_LIMIT) -> list[tuple[str, str]]:
+    """Render, assert every invariant, and return each chunk's ``(html, visible text)``."""
+    chunks = render_chunks(markdown, limit)
+    out = []
+    for chunk in chunks:
+        assert utf16_length(chunk.html) <= limit
+        assert utf16_length(chunk.plain) <= limit
+        text, _ = parse_telegram_html(chunk.html)  # raises on unbalanced or unknown tags
+        assert text.strip(), "no empty messages"
+        out.append((chunk.html, text))
+    whole, _ = parse_telegram_html(markdown_to_html(markdown))
+    assert words("".join(text + " " for _, text in out)) == words(whole), "nothing lost"
+    return out
+
+
+class TestShortReplies:
+    def test_one_chunk(self) -> None:
+        (chunk,) = render_chunks("Hello **there**")
+        assert (chunk.html, chunk.plain) == ("Hello <b>there</b>", "Hello **there**")
+
+    def test_blank_reply_sends_nothing(self) -> None:
+        assert render_chunks("  \n\n ") == []
+
+    def test_markdown_that_renders_empty_keeps_its_source(self) -> None:
+        (chunk,) = render_chunks("[ref]: https://e.com")
+        assert chunk.html == ""
+        assert chunk.plain == "[ref]: https://e.com"
+
+    def test_limit_must_leave_room_for_markup(self) -> None:
+        with pytest.raises(ValueError, match="at least 256"):
+            render_chunks("x", 100)
+
+
+class TestLongReplies:
+    def test_paragraphs_split_under_4096(self) -> None:
+        paragraph = "The quick brown fox jumps over the lazy dog. " * 20
+        chunks = check("\n\n".join([paragraph.strip()] * 12))
+        assert len(chunks) == 3
+        assert all(not html.startswith(" ") for html, _ in chunks)
+
+    def test_long_code_block_becomes_several_well_formed_blocks(self) -> None:
+        code = "\n".join(
+            f"    total += values[{i}] if values[{i}] < limit else 0" for i in range(300)
+        )
+        chunks = check(f"Here is the loop:\n\n```python\n{code}\n```\n\nThat is all.")
+        assert len(chunks) >= 4
+        blocks = [html for html, _ in chunks if "<pre>" in html]
+        assert len(blocks) >= 3
+        for html in blocks:
+            assert html.count('<pre><code class="language-python">') == 1
+            assert html.count("</code></pre>") == 1
+
+    def test_escaping_growth_is_resplit(self) -> None:
+        # Every character of this Markdown grows to four or five in HTML.
+        check("<>&" * 1365 + "\n\n" + "&" * 3000)
+
+    def test_emoji_count_twice(self) -> None:
+        chunks = check("👍🏽 " * 2000)
+        assert len(chunks) >= 3
+
+    def test_non_latin_prose(self) -> None:
+        sentence = (
+            "Съешь же ещё этих мягких французских булок, да выпей чаю. 我们明天再讨论这个问题。"
+        )
+        check(" ".join([sentence] * 120))
+
+    def test_a_formatting_entity_is_never_cut(self) -> None:
+        text = " ".join(["plain words here"] * 200 + ["**bold words that stay together**"] * 60)
+        for html, _ in check(text, 512):
+            assert html.count("<b>") == html.count("</b>")
+
+
+_word = st.text(
+    alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzÄöüжщя你好👍<>&\"' 0123456789"),
+    min_size=1,
+    max_size=12,
+).filter(lambda w: w.strip() != "")
+_inline = st.one_of(
+    _word,
+    _word.map(lambda w: f"**{w.strip()}**"),
+    _word.map(lambda w: f"_{w.strip()}_"),
+    _word.map(lambda w: f"`{w.strip()}`"),
+    _word.map(lambda w: f"~~{w.strip()}~~"),
+    _word.map(lambda w: f"[{w.strip()}](https://example.com/{len(w)})"),
+)
+_sentence = st.lists(_inline, min_size=1, max_size=40).map(" ".join)
+_block = st.one_of(
+    _sentence,
+    _sentence.map(lambda s: f"## {s}"),
+    st.lists(_sentence, min_size=1, max_size=5).map(
+        lambda items: "\n".join(f"- {i}" for i in items)
+    ),
+    _sentence.map(lambda s: f"> {s}"),
+    st.lists(_word, min_size=1, max_size=80).map(
+        lambda lines: "```js\n" + "\n".join(lines) + "\n```"
+    ),
+)
+_document = st.lists(_block, min_size=1, max_size=40).map("\n\n".join)
+
+
+class TestProperties:
+    @given(_document, st.sampled_from([256, 700, MESSAGE_LIMIT]))
+    def test_every_chunk_fits_is_valid_and_nothing_is_lost(self, markdown: str, limit: int) -> None:
+        check(markdown, limit)
