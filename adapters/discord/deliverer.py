@@ -139,7 +139,8 @@ class DiscordDeliverer(Deliverer):
             if self._client is not None and not self._client.is_closed():
                 return self._client
             client = discord.Client(
-                intents=discord.Intents.none(),
+                # No gateway connection; guilds only keeps discord.py's state from warning.
+                intents=discord.Intents(guilds=True),
                 max_ratelimit_timeout=MAX_RATE_LIMIT_WAIT_SECONDS,
             )
             try:

@@ -186,6 +186,19 @@ def deletion(
     )
 
 
+def relocated(inbound: InboundMessage, location: Location) -> InboundMessage:
+    """``inbound`` moved to ``location`` (once a channel lookup said where it was posted)."""
+    meta = {**inbound.meta, **_meta(location, int(inbound.meta["channel_id"]))}
+    return inbound.model_copy(
+        update={
+            "chat_id": location.chat_id,
+            "chat_type": location.chat_type,
+            "thread_id": location.thread_id,
+            "meta": meta,
+        }
+    )
+
+
 def _meta(location: Location, channel_id: int) -> dict[str, str]:
     meta = {"channel_id": str(channel_id)}
     if location.guild_id is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -92,21 +93,24 @@ class GatewayClient(discord.Client):
         """Log a resumed session (missed events are replayed by Discord)."""
         log.info("Discord gateway session resumed")
 
-    async def on_message(self, message: discord.Message) -> None:
-        """A new message in a channel, thread or DM the bot can read."""
-        self.receiver.message(message)
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        """Hand message events to the receiver, then dispatch as usual.
 
-    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        """An edited message, cached or not."""
-        self.receiver.edit(payload)
-
-    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        """A deleted message, cached or not."""
-        self.receiver.delete(payload)
-
-    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        """Messages deleted together."""
-        self.receiver.bulk_delete(payload)
+        This runs inside discord.py's parser, in arrival order and before the next event
+        can change cached messages; ``on_message`` handlers would run later, as tasks.
+        """
+        try:
+            if event == "message":
+                self.receiver.message(args[0])
+            elif event == "raw_message_edit":
+                self.receiver.edit(args[0])
+            elif event == "raw_message_delete":
+                self.receiver.delete(args[0])
+            elif event == "raw_bulk_message_delete":
+                self.receiver.bulk_delete(args[0])
+        except Exception:
+            log.exception("a Discord event could not be converted", extra={"event": event})
+        super().dispatch(event, *args, **kwargs)
 
 
 class DiscordListener(Listener):

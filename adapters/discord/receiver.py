@@ -1,9 +1,10 @@
 """Hand what the Discord gateway delivers to Hubbub's sink, one event at a time, in order.
 
-discord.py runs every event handler as its own task, so two messages that arrive together
-could reach the sink in either order. Handlers here only enqueue (synchronously, in
-arrival order); a single consumer converts and sinks them one after the other, including
-any channel lookup a message needs.
+discord.py parses events as they arrive but runs ``on_*`` handlers later, as tasks, and
+updates cached messages in place when they are edited. So the listener calls the receiver
+from inside the parser: each event is converted right away, in arrival order, and queued;
+a single consumer hands the results to the sink one after the other, including any
+channel lookup a message still needs.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from collections.abc import Awaitable, Callable
 import discord
 
 from adapters.base import BotConfig, InboundSink
-from adapters.discord.channels import ChannelResolver
-from adapters.discord.inbound import Location, Me, RecentIds, deletion, to_inbound
+from adapters.discord.channels import ChannelResolver, locate
+from adapters.discord.inbound import (
+    Location,
+    Me,
+    RecentIds,
+    deletion,
+    relocated,
+    to_inbound,
+)
 from adapters.messages import EventKind, InboundMessage
 
 log = logging.getLogger(__name__)
@@ -58,7 +66,7 @@ class Receiver:
         if message.author.id == self._bot_user_id:
             self._own_ids.add(message.id)
             return
-        self.enqueue(lambda: self._message(message, "message"))
+        self._convert(message, "message")
 
     def edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """An edited message (cached or not): queue its new text.
@@ -67,7 +75,7 @@ class Receiver:
         """
         if payload.message.author.id == self._bot_user_id or payload.message.edited_at is None:
             return
-        self.enqueue(lambda: self._message(payload.message, "edit"))
+        self._convert(payload.message, "edit")
 
     def delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         """A deleted message (cached or not): queue its removal from the transcript."""
@@ -124,17 +132,33 @@ class Receiver:
         """Where a message in ``channel_id`` belongs (see :class:`ChannelResolver`)."""
         return await self._resolver.resolve(channel_id, guild_id=guild_id, channel=channel)
 
-    async def _message(self, message: discord.Message, event: EventKind) -> None:
-        location = await self.resolve(
-            message.channel.id,
-            guild_id=message.guild.id if message.guild is not None else _guild_id(message),
-            channel=message.channel,
+    def _convert(self, message: discord.Message, event: EventKind) -> None:
+        # Convert now: discord.py updates cached Message objects in place when they are
+        # edited, so a queued message must not be read later.
+        guild_id = message.guild.id if message.guild is not None else _guild_id(message)
+        known = locate(message.channel)
+        location = known or Location(
+            chat_id=str(message.channel.id),
+            chat_type="private" if guild_id is None else "group",
+            guild_id=str(guild_id) if guild_id is not None else None,
         )
         inbound = to_inbound(
             message, config=self._config, me=self.me, location=location, event=event
         )
-        if inbound is not None:
-            await self.hand_over(inbound)
+        if inbound is None:
+            return
+        if known is not None:
+            self.enqueue(functools.partial(self.hand_over, inbound))
+        else:
+            self.enqueue(
+                functools.partial(self._locate_and_hand_over, inbound, message.channel.id, guild_id)
+            )
+
+    async def _locate_and_hand_over(
+        self, inbound: InboundMessage, channel_id: int, guild_id: int | None
+    ) -> None:
+        location = await self.resolve(channel_id, guild_id=guild_id)
+        await self.hand_over(relocated(inbound, location))
 
     async def _delete(
         self,
