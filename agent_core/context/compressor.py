@@ -146,9 +146,11 @@ class ContextCompressor(ContextEngine):
         """The protected tail's token budget: threshold x target ratio."""
         return int(self.threshold_tokens * self.settings.target_ratio)
 
-    def has_content_to_compress(self, messages: Sequence[Message]) -> bool:
+    def has_content_to_compress(
+        self, messages: Sequence[Message], *, token_counts: Sequence[int] | None = None
+    ) -> bool:
         """Whether anything lies outside the protected head and tail."""
-        return bool(self._plan(messages, None).middle)
+        return bool(self._plan(messages, token_counts).middle)
 
     def compress(
         self,
@@ -253,7 +255,7 @@ class ContextCompressor(ContextEngine):
                 turns.append(serialize_turn(pruned[index], tool_names, cap))
         # The ledger never passes through the summary model, so only the model's share of
         # the budget is bounded by the summary model's window.
-        ledger = self._ledger(messages, plan, originals, context.budget_tokens)
+        ledger = self._ledger(pruned, plan, originals, context.budget_tokens)
         model_budget = min(context.budget_tokens - ledger.tokens, limits.max_output_tokens)
         context = replace(context, budget_tokens=max(1, model_budget))
         previous = without_ledger(plan.previous) if plan.previous else None
@@ -283,17 +285,24 @@ class ContextCompressor(ContextEngine):
         )
 
     def _ledger(
-        self, messages: Sequence[Message], plan: _Plan, originals: list[str], budget: int
+        self, pruned: Sequence[Message], plan: _Plan, originals: list[str], budget: int
     ) -> Ledger:
-        """The identifiers of the compacted turns that the kept turns do not already show."""
+        """The identifiers of the compacted turns that the kept turns do not already show.
+
+        Args:
+            pruned: the transcript after pruning (what the kept turns will show).
+            plan: the compaction plan.
+            originals: the capped, redacted original text of each middle message.
+            budget: the summary budget the ledger takes its share of.
+        """
         kept_indices = (
             *range(plan.boundaries.head_end),
-            *range(plan.boundaries.tail_start, len(messages)),
+            *range(plan.boundaries.tail_start, len(pruned)),
         )
         kept = identifier_set(
-            message_body(messages[i])[:MESSAGE_CHAR_CAP]
+            message_body(pruned[i])[:MESSAGE_CHAR_CAP]
             for i in kept_indices
-            if not is_summary_message(messages[i])
+            if not is_summary_message(pruned[i])
         )
         candidates = dict.fromkeys(v for v in recent_identifiers(originals) if v not in kept)
         if plan.previous:

@@ -190,5 +190,12 @@ class ContextEngine(ABC):
         """
 
     @abstractmethod
-    def has_content_to_compress(self, messages: Sequence[Message]) -> bool:
-        """Whether anything lies outside the protected head and tail (a ``/compress`` check)."""
+    def has_content_to_compress(
+        self, messages: Sequence[Message], *, token_counts: Sequence[int] | None = None
+    ) -> bool:
+        """Whether anything lies outside the protected head and tail (a ``/compress`` check).
+
+        Args:
+            messages: the transcript, as for :meth:`compress`.
+            token_counts: cached per-message token counts aligned with ``messages``.
+        """

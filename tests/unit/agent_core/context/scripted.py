@@ -33,7 +33,9 @@ class Call:
 def default_summary(messages: Sequence[Message]) -> str:
     """A short structured summary that mentions how much it read."""
     prompt = str(messages[-1]["content"])
-    return f"## Goal\nContinue the conversation ({len(prompt)} prompt chars read).\n## Blocked\nNone."
+    return (
+        f"## Goal\nContinue the conversation ({len(prompt)} prompt chars read).\n## Blocked\nNone."
+    )
 
 
 class ScriptedModel:

@@ -1,0 +1,405 @@
+from __future__ import annotations
+
+import copy
+import re
+from datetime import timedelta
+
+import pytest
+
+from agent_core.config import CompressionSettings
+from agent_core.context.compressor import AUTH_FAILURE_COOLDOWN, FAILURE_COOLDOWN, ContextCompressor
+from agent_core.context.identifiers import LEDGER_HEADING, parse_ledger
+from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX, summary_message
+from agent_core.context.media import IMAGE_PLACEHOLDER
+from agent_core.context.redaction import REDACTED
+from agent_core.context.result import CompressionOutcome, Strategy
+from agent_core.context.state import EngineState
+from agent_core.context.summarizer import REQUEST_WINDOW_SHARE
+from agent_core.errors import (
+    ConfigError,
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderUnavailable,
+)
+from tests.unit.agent_core.context.builders import (
+    assistant,
+    call,
+    image_user,
+    pairing_problems,
+    result,
+    system,
+    user,
+)
+from tests.unit.agent_core.context.conftest import NOW
+from tests.unit.agent_core.context.scripted import ScriptedModel
+
+FILLER = "lorem ipsum dolor sit amet " * 36  # about 250 rough tokens
+
+
+def long_chat(n: int, speakers: tuple[str, ...] = ()) -> list[dict]:
+    """system + n messages alternating user / assistant, each about 250 tokens."""
+    messages = [system()]
+    for i in range(n):
+        if i % 2 == 0:
+            speaker = speakers[i // 2 % len(speakers)] if speakers else None
+            messages.append(user(f"question {i} {FILLER}", speaker))
+        else:
+            messages.append(assistant(f"answer {i} {FILLER}"))
+    return messages
+
+
+@pytest.fixture
+def engine(settings, main_model, aux_model, clock):
+    return ContextCompressor(settings, model=main_model, summary_model=aux_model, clock=clock)
+
+
+class TestCompress:
+    def test_head_summary_tail(self, engine, aux_model):
+        messages = long_chat(120)
+        outcome = engine.compress(messages)
+        assert outcome.outcome is CompressionOutcome.COMPRESSED
+        assert outcome.strategy is Strategy.SUMMARY
+        assert outcome.summary_index == 4
+        assert outcome.messages[:4] == messages[:4]
+        summary_text = outcome.messages[4]["content"]
+        assert outcome.messages[4]["role"] == "user"
+        assert summary_text.startswith(SUMMARY_PREFIX)
+        assert summary_text.endswith(SUMMARY_END_MARKER)
+        assert outcome.summary is not None
+        assert outcome.summary in summary_text
+        tail = outcome.sources[5:]
+        assert tail == tuple(range(tail[0], len(messages)))
+        assert outcome.archived_indices == tuple(range(4, tail[0]))
+        assert outcome.sources[:5] == (0, 1, 2, 3, None)
+        assert outcome.tokens_after < outcome.tokens_before
+        assert (outcome.summary_calls, len(aux_model.calls)) == (1, 1)
+        assert outcome.summary_model == "scripted/aux"
+        assert outcome.rewritten == {}
+
+    def test_state_after_a_compaction(self, engine):
+        engine.compress(long_chat(120), current_tokens=90_000)
+        state = engine.state
+        assert (state.compression_count, state.summary_version) == (1, 1)
+        assert state.awaiting_real_usage
+        assert state.last_prompt_tokens == 0
+        assert state.tokens_before_compaction == 90_000
+        assert state.summary is not None
+        assert state.summary.startswith("## Goal")
+        assert state.post_compaction_rough > 0
+
+    def test_input_is_not_mutated(self, engine):
+        messages = [*long_chat(120), call("x", "terminal", command="ls"), result("x", "y" * 5000)]
+        snapshot = copy.deepcopy(messages)
+        engine.compress(messages)
+        assert messages == snapshot
+
+    def test_latest_user_message_and_visible_reply_kept(self, engine):
+        messages = long_chat(120)
+        messages += [user("the real task"), assistant("on it")]
+        messages += [
+            m for i in range(60) for m in (call(f"c{i}", command="x" * 400), result(f"c{i}", "ok"))
+        ]
+        outcome = engine.compress(messages)
+        assert messages[121] in outcome.messages
+        assert messages[122] in outcome.messages
+        assert pairing_problems(outcome.messages) == []
+
+    def test_second_compaction_updates_the_first(self, engine, aux_model, clock):
+        first = engine.compress(long_chat(120))
+        assert first.summary is not None
+        later = first.messages + long_chat(120)[1:]
+        second = engine.compress(later)
+        prompt = aux_model.calls[-1].prompt
+        assert "PREVIOUS SUMMARY:\n" + first.summary.split(LEDGER_HEADING)[0].strip() in prompt
+        assert SUMMARY_PREFIX not in prompt
+        assert second.summary_index == 1  # the head decayed to the system prompt
+        assert {1, 2, 3, 4}.issubset(second.archived_indices)  # old head and old summary
+        assert engine.state.summary_version == 2
+
+    def test_stored_summary_is_used_when_the_transcript_lacks_it(
+        self, settings, main_model, aux_model, clock
+    ):
+        engine = ContextCompressor(
+            settings,
+            model=main_model,
+            summary_model=aux_model,
+            clock=clock,
+            state=EngineState(summary="## Goal\nstored goal", compression_count=1),
+        )
+        outcome = engine.compress(long_chat(120))
+        assert "PREVIOUS SUMMARY:\n## Goal\nstored goal" in aux_model.calls[0].prompt
+        assert outcome.summary_index == 1
+
+    def test_token_counts_are_used(self, engine):
+        messages = long_chat(40)
+        outcome = engine.compress(messages, token_counts=[1_000] * len(messages))
+        assert outcome.tokens_before == 41_000
+        assert outcome.applied
+
+    def test_token_counts_must_match(self, engine):
+        with pytest.raises(ValueError, match="token_counts"):
+            engine.compress(long_chat(10), token_counts=[1])
+
+
+class TestPruningInCompaction:
+    def test_head_tool_results_are_rewritten_and_middle_pruned_before_summary(
+        self, engine, aux_model
+    ):
+        big = "Traceback at /srv/app/worker.py line 7\n" + "noise line\n" * 400
+        messages = [
+            system(),
+            user("set up the project"),
+            call("h", "terminal", command="make"),
+            result("h", big),
+        ]
+        messages += long_chat(60)[1:]
+        messages += [call("m", "terminal", command="pytest -x"), result("m", big + "again")]
+        messages += long_chat(60)[1:]
+        outcome = engine.compress(messages)
+        assert set(outcome.rewritten) == {3}
+        assert outcome.rewritten[3]["content"].startswith("[terminal] ran `make` -> ")
+        assert outcome.messages[3] == outcome.rewritten[3]
+        prompt = aux_model.calls[0].prompt
+        assert "[terminal] ran `pytest -x`" in prompt
+        assert "noise line\nnoise line" not in prompt
+        # The ledger reads the original output: the path survives the digest.
+        assert "/srv/app/worker.py" in parse_ledger(outcome.summary or "")
+
+    def test_old_images_in_the_tail_become_placeholders(self, engine):
+        messages = [*long_chat(120), image_user("first"), assistant("seen"), image_user("second")]
+        outcome = engine.compress(messages)
+        first_image = len(messages) - 3
+        assert first_image in outcome.rewritten
+        assert outcome.rewritten[first_image]["content"][1]["text"] == IMAGE_PLACEHOLDER
+        assert outcome.messages[-1] is messages[-1]
+
+
+class TestLedgerInSummary:
+    def test_identifiers_carried_verbatim_most_recent_first(self, engine):
+        messages = long_chat(120)
+        messages[10] = user("deploy build 3f2a9c1d to https://ci.example.com/run/1")
+        messages[20] = user("ticket ABC-123 mentions /etc/hubbub/config.yaml")
+        outcome = engine.compress(messages)
+        ledger = parse_ledger(outcome.summary or "")
+        assert ledger == [
+            "/etc/hubbub/config.yaml",
+            "ABC-123",
+            "https://ci.example.com/run/1",
+            "3f2a9c1d",
+        ]
+        assert outcome.identifiers_carried == tuple(ledger)
+        assert outcome.identifiers_dropped == ()
+
+    def test_identifiers_the_tail_shows_are_not_repeated(self, engine):
+        messages = long_chat(120)
+        messages[10] = user("see issue #4242 and #777")
+        messages[-1] = assistant("still about #4242")
+        outcome = engine.compress(messages)
+        assert outcome.identifiers_carried == ("#777",)
+
+    def test_model_written_identifier_section_is_replaced(self, settings, main_model, clock):
+        aux = ScriptedModel(
+            "aux", replies=[f"## Goal\nx\n{LEDGER_HEADING}\n- invented_by_model\n## Blocked\nNone."]
+        )
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux, clock=clock)
+        messages = long_chat(120)
+        messages[10] = user("run make_release now")
+        outcome = engine.compress(messages)
+        assert parse_ledger(outcome.summary or "") == ["make_release"]
+        assert "## Blocked\nNone." in (outcome.summary or "")
+
+    def test_previous_ledger_entries_follow_new_ones(self, engine):
+        first_chat = long_chat(120)
+        first_chat[10] = user("old id OLD-1")
+        first = engine.compress(first_chat)
+        later = first.messages + long_chat(120)[1:]
+        later[len(first.messages) + 10] = user("new id NEW-2")
+        second = engine.compress(later)
+        assert parse_ledger(second.summary or "") == ["NEW-2", "OLD-1"]
+
+    def test_what_does_not_fit_is_reported(self, engine):
+        messages = long_chat(120)
+        for i in range(2, 60, 2):
+            messages[i] = user(" ".join(f"id_{i}_{k}" for k in range(40)) + " " + FILLER)
+        outcome = engine.compress(messages)
+        assert outcome.identifiers_dropped
+        assert outcome.identifiers_carried[0] == "id_58_39"
+        assert not set(outcome.identifiers_carried) & set(outcome.identifiers_dropped)
+
+
+class TestRedactionAndSpeakers:
+    def test_secrets_do_not_reach_the_model_or_the_summary(self, settings, main_model, clock):
+        aux = ScriptedModel("aux", replies=["## Goal\nuse api_key=sk-leakedleakedleakedleaked1"])
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux, clock=clock)
+        messages = long_chat(120)
+        messages[10] = user("my password: hunter2hunter2")
+        outcome = engine.compress(messages)
+        assert "hunter2hunter2" not in aux.calls[0].prompt
+        assert "sk-leaked" not in (outcome.summary or "")
+        assert REDACTED in (outcome.summary or "")
+
+    def test_group_summaries_name_the_speakers(self, engine, aux_model):
+        engine.compress(long_chat(120, speakers=("alice", "bob", "carol")))
+        prompt = aux_model.calls[0].prompt
+        assert "## Participants" in prompt
+        assert re.search(r"\[USER \((alice|bob|carol)\)\]: question \d+", prompt)
+        assert "group chat (" in prompt
+
+    def test_focus_topic_reaches_the_prompt(self, engine, aux_model):
+        engine.compress(long_chat(120), focus_topic="the database migration")
+        assert "FOCUS TOPIC: the database migration" in aux_model.calls[0].prompt
+
+
+class TestFailures:
+    def test_auxiliary_failure_falls_back_to_the_main_model(self, settings, clock):
+        main = ScriptedModel("main", replies=["## Goal\nby main"])
+        aux = ScriptedModel("aux", replies=[ProviderAuthError("aux", "bad key")])
+        engine = ContextCompressor(settings, model=main, summary_model=aux, clock=clock)
+        outcome = engine.compress(long_chat(120))
+        assert outcome.applied
+        assert outcome.model_fallback_used
+        assert outcome.summary_model == "main"
+        assert "by main" in (outcome.summary or "")
+        assert outcome.cooldown_until is None
+
+    @pytest.mark.parametrize(
+        ("error", "pause"),
+        [
+            (ProviderUnavailable("m", "connection reset"), FAILURE_COOLDOWN),
+            (ProviderAuthError("m", "401"), AUTH_FAILURE_COOLDOWN),
+        ],
+    )
+    def test_auth_and_network_failures_abort_with_nothing_dropped(
+        self, settings, clock, error, pause
+    ):
+        main = ScriptedModel("main", replies=[error])
+        aux = ScriptedModel("aux", replies=[error])
+        engine = ContextCompressor(settings, model=main, summary_model=aux, clock=clock)
+        messages = long_chat(120)
+        outcome = engine.compress(messages)
+        assert outcome.aborted
+        assert outcome.messages == messages
+        assert outcome.archived_indices == ()
+        assert str(error) in outcome.detail
+        assert outcome.cooldown_until == NOW + pause
+        assert engine.state.cooldown_until == NOW + pause
+        assert engine.state.compression_count == 0
+        assert outcome.summary_calls == 2
+
+    def test_other_failures_use_the_deterministic_digest(self, settings, clock):
+        error = ProviderBadRequest("m", "model not found")
+        main = ScriptedModel("main", replies=[error])
+        aux = ScriptedModel("aux", replies=[error])
+        engine = ContextCompressor(settings, model=main, summary_model=aux, clock=clock)
+        messages = long_chat(120)
+        messages[10] = user("remember ticket OPS-9")
+        outcome = engine.compress(messages)
+        assert outcome.applied
+        assert outcome.strategy is Strategy.FALLBACK
+        assert outcome.fallback_used
+        assert "model not found" in (outcome.summary or "")
+        assert "## Earlier Turns (digest, oldest first)" in (outcome.summary or "")
+        latest_compacted = messages[outcome.archived_indices[-1]]["content"]
+        assert latest_compacted[:40] in (outcome.summary or "")
+        assert "OPS-9" in outcome.identifiers_carried
+        assert engine.state.cooldown_until == NOW + FAILURE_COOLDOWN
+
+    def test_abort_on_summary_failure_setting(self, main_model, clock):
+        aux = ScriptedModel("aux", replies=[ProviderBadRequest("a", "x")])
+        main = ScriptedModel("main", replies=[ProviderBadRequest("m", "x")])
+        engine = ContextCompressor(
+            CompressionSettings(abort_on_summary_failure=True),
+            model=main,
+            summary_model=aux,
+            clock=clock,
+        )
+        assert engine.compress(long_chat(120)).aborted
+
+    def test_cooldown_blocks_until_forced(self, engine, aux_model, clock):
+        engine.on_session_start(
+            EngineState(cooldown_until=NOW + timedelta(seconds=30), cooldown_reason="r")
+        )
+        blocked = engine.compress(long_chat(120))
+        assert blocked.outcome is CompressionOutcome.COOLDOWN
+        assert blocked.detail == "r"
+        assert aux_model.calls == []
+        assert engine.compress(long_chat(120), force=True).applied
+
+    def test_success_clears_an_expired_cooldown(self, engine, clock):
+        engine.on_session_start(
+            EngineState(cooldown_until=NOW - timedelta(seconds=1), cooldown_reason="r")
+        )
+        engine.compress(long_chat(120))
+        assert engine.state.cooldown_until is None
+        assert engine.state.cooldown_reason is None
+
+
+class TestNothingWorthDoing:
+    def test_nothing_to_compress(self, engine, aux_model):
+        messages = long_chat(6)
+        assert not engine.has_content_to_compress(messages)
+        outcome = engine.compress(messages, force=True)
+        assert outcome.outcome is CompressionOutcome.NOTHING_TO_COMPRESS
+        assert outcome.messages == messages
+        assert engine.state.ineffective_count == 1
+        assert aux_model.calls == []
+
+    @staticmethod
+    def small_middle() -> tuple[list[dict], list[int]]:
+        """30 tiny messages, then 13 large ones that fill the protected tail."""
+        messages = long_chat(43)
+        return messages, [10] * 31 + [1_000] * 13
+
+    def test_too_small_unless_forced(self, engine, aux_model):
+        messages, counts = self.small_middle()
+        assert engine.has_content_to_compress(messages, token_counts=counts)
+        outcome = engine.compress(messages, token_counts=counts)
+        assert outcome.outcome is CompressionOutcome.TOO_SMALL
+        assert engine.state.ineffective_count == 1
+        assert aux_model.calls == []
+        assert engine.compress(messages, token_counts=counts, force=True).applied
+
+    def test_a_summary_longer_than_what_it_replaces_is_not_applied(
+        self, settings, main_model, clock
+    ):
+        aux = ScriptedModel("aux", default=lambda m: "## Goal\n" + "word " * 3_000)
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux, clock=clock)
+        messages, counts = self.small_middle()
+        outcome = engine.compress(messages, token_counts=counts, force=True)
+        assert outcome.outcome is CompressionOutcome.NO_SAVINGS
+        assert outcome.messages == messages
+        assert outcome.summary_calls == 1
+        assert engine.state.ineffective_count == 1
+        assert engine.state.compression_count == 0
+
+
+class TestBoundedRequests:
+    def test_small_summary_model_gets_chunks(self, settings, main_model, clock):
+        aux = ScriptedModel("aux", context_length=8_192)
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux, clock=clock)
+        outcome = engine.compress(long_chat(400))
+        assert outcome.strategy is Strategy.CHUNKED_SUMMARY
+        assert outcome.summary_calls == len(aux.calls) > 2
+        assert 0 < outcome.max_summary_request_tokens <= 8_192 * REQUEST_WINDOW_SHARE
+        assert all(c.chars / 3 <= 8_192 * REQUEST_WINDOW_SHARE for c in aux.calls)
+
+    def test_requests_also_fit_the_main_model(self, settings, clock):
+        main = ScriptedModel("main", context_length=16_000)
+        aux = ScriptedModel("aux", context_length=200_000)
+        engine = ContextCompressor(settings, model=main, summary_model=aux, clock=clock)
+        outcome = engine.compress(long_chat(200))
+        assert outcome.max_summary_request_tokens <= 16_000 * REQUEST_WINDOW_SHARE
+
+    def test_a_window_too_small_for_any_request_is_a_config_error(self, settings, main_model):
+        with pytest.raises(ConfigError, match="too small for summary requests"):
+            ContextCompressor(
+                settings,
+                model=main_model,
+                summary_model=ScriptedModel("tiny", context_length=1_000),
+            )
+
+
+class TestHasContentToCompress:
+    def test_summary_alone_in_the_middle_is_not_content(self, engine):
+        messages = [system(), summary_message("old"), *long_chat(8)[1:]]
+        assert not engine.has_content_to_compress(messages)

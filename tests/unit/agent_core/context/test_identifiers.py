@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_core.context.identifiers import (
+    LEDGER_HEADING,
+    IdentifierKind,
+    Ledger,
+    build_ledger,
+    find_identifiers,
+    identifier_set,
+    identifier_tokens,
+    ledger_budget_tokens,
+    parse_ledger,
+    recent_identifiers,
+    without_ledger,
+)
+
+
+class TestFindIdentifiers:
+    @pytest.mark.parametrize(
+        ("text", "kind", "value"),
+        [
+            ("see https://example.com/a?b=1). ok", IdentifierKind.URL, "https://example.com/a?b=1"),
+            ("mail bob.smith@example.co.uk now", IdentifierKind.EMAIL, "bob.smith@example.co.uk"),
+            (
+                "id 123e4567-e89b-12d3-a456-426614174000",
+                IdentifierKind.UUID,
+                "123e4567-e89b-12d3-a456-426614174000",
+            ),
+            ("fixed in #123.", IdentifierKind.TICKET, "#123"),
+            ("see ABC-42", IdentifierKind.TICKET, "ABC-42"),
+            ("org/repo#7", IdentifierKind.TICKET, "org/repo#7"),
+            ("edit /etc/X11/xorg.conf now", IdentifierKind.PATH, "/etc/X11/xorg.conf"),
+            ("in ~/code/x", IdentifierKind.PATH, "~/code/x"),
+            ("run ./run.sh", IdentifierKind.PATH, "./run.sh"),
+            ("open src/app/main.py,", IdentifierKind.PATH, "src/app/main.py"),
+            ("look in /usr/share/applications.", IdentifierKind.PATH, "/usr/share/applications"),
+            ("C:\\Users\\bob\\file.txt", IdentifierKind.PATH, "C:\\Users\\bob\\file.txt"),
+            ("commit 3f2a9c1d", IdentifierKind.HASH, "3f2a9c1d"),
+            ("upgrade to 8.04", IdentifierKind.VERSION, "8.04"),
+            ("kernel 2.6.24-16-generic", IdentifierKind.VERSION, "2.6.24-16-generic"),
+            ("tag v1.2.3", IdentifierKind.VERSION, "v1.2.3"),
+            ("run `npm test` now", IdentifierKind.CODE, "npm test"),
+            ("call os.path.join", IdentifierKind.CODE, "os.path.join"),
+            ("use parse_ledger", IdentifierKind.CODE, "parse_ledger"),
+            ("class TokenCounter", IdentifierKind.CODE, "TokenCounter"),
+            ("getElementById()", IdentifierKind.CODE, "getElementById"),
+        ],
+    )
+    def test_kinds(self, text, kind, value):
+        assert (kind, value) in find_identifiers(text)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "just a plain sentence, Nothing Here.",
+            "e.g. this and i.e. that",
+            "/join #ubuntu",
+            "deadbeef",  # hex-looking word without digits
+            "1234567 42",
+            "",
+        ],
+    )
+    def test_noise_is_not_an_identifier(self, text):
+        assert find_identifiers(text) == []
+
+    def test_url_is_not_split_into_parts(self):
+        found = find_identifiers("http://archive.ubuntu.com/ubuntu/pool/main.py")
+        assert found == [(IdentifierKind.URL, "http://archive.ubuntu.com/ubuntu/pool/main.py")]
+
+    def test_overlong_values_are_left_out(self):
+        assert find_identifiers("https://x.example/" + "a" * 300) == []
+
+
+class TestRecentIdentifiers:
+    def test_most_recent_first_and_deduplicated(self):
+        texts = ["first /etc/a/b and 1.0", "then 2.0", "again /etc/a/b"]
+        assert recent_identifiers(texts) == ["/etc/a/b", "2.0", "1.0"]
+
+    def test_identifier_set(self):
+        assert identifier_set(["a 1.0", "b_c"]) == {"1.0", "b_c"}
+
+
+class TestLedger:
+    def test_fits_budget_in_order(self):
+        values = ["a_b", "c_d", "e_f"]
+        ledger = build_ledger(values, identifier_tokens("a_b") * 2)
+        assert ledger.carried == ("a_b", "c_d")
+        assert ledger.dropped == ("e_f",)
+
+    def test_skips_a_long_one_but_keeps_going(self):
+        long = "https://example.com/" + "x" * 100
+        ledger = build_ledger([long, "a_b"], identifier_tokens("a_b") + 1)
+        assert ledger.carried == ("a_b",)
+        assert ledger.dropped == (long,)
+
+    def test_render_and_parse_round_trip(self):
+        ledger = Ledger(("x_y", "https://e.com/a b"), ())
+        summary = f"## Goal\nship\n\n{ledger.render()}\n## After\nmore"
+        assert parse_ledger(summary) == ["x_y", "https://e.com/a b"]
+        assert LEDGER_HEADING not in without_ledger(summary)
+        assert "## After\nmore" in without_ledger(summary)
+        assert "## Goal\nship" in without_ledger(summary)
+
+    def test_empty_ledger_renders_nothing(self):
+        assert Ledger((), ("x",)).render() == ""
+        assert Ledger((), ()).tokens == 0
+
+    def test_tokens_cover_each_line(self):
+        ledger = Ledger(("a_b", "c_d"), ())
+        assert ledger.tokens >= identifier_tokens("a_b") * 2
+
+    def test_budget_share(self):
+        assert ledger_budget_tokens(4_000) == 1_000

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_core.context.redaction import REDACTED, redact
+
+
+class TestRedact:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("api_key=sk-abcdefghijklmnopqrstuvwxyz123", f"api_key={REDACTED}"),
+            ("MY_SECRET_TOKEN=abcdefgh", f"MY_SECRET_TOKEN={REDACTED}"),
+            ('"password": "hunter22"', f'"password": "{REDACTED}"'),
+            ("Authorization: Bearer abc.def-ghijk", f"Authorization: Bearer {REDACTED}"),
+            ("use sk-proj-aaaaaaaaaaaaaaaaaaaaaaaaaaaa now", f"use {REDACTED} now"),
+            ("ghp_" + "a" * 36, REDACTED),
+            ("xoxb-1234567890-abcdef", REDACTED),
+            ("AKIAABCDEFGHIJKLMNOP", REDACTED),
+            ("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", REDACTED),
+            ("https://bob:s3cret@example.com/x", f"https://{REDACTED}@example.com/x"),
+            ("eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4", REDACTED),
+        ],
+    )
+    def test_secrets_are_replaced(self, text, expected):
+        assert redact(text) == expected
+
+    def test_private_key_block(self):
+        text = (
+            "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIabc\nxyz\n-----END RSA PRIVATE KEY-----\nbye"
+        )
+        assert redact(text) == f"key:\n{REDACTED}\nbye"
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "commit 3f2a9c1d4e5b fixed it",
+            "the token budget is 12000 tokens",
+            "see https://example.com/path?q=1",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "",
+        ],
+    )
+    def test_identifiers_and_prose_survive(self, text):
+        assert redact(text) == text
