@@ -87,20 +87,27 @@ def head_end(
 
 
 def tail_start_by_tokens(
-    tokens: Sequence[int], head: int, budget_tokens: int, min_messages: int
+    tokens: Sequence[int],
+    head: int,
+    budget_tokens: int,
+    min_messages: int,
+    max_messages: int | None = None,
 ) -> int:
     """Walk back from the end while the tail fits ``budget_tokens``.
 
-    The first ``min_messages`` messages are always taken. A message that crosses the
-    budget is still taken when the tail stays within :data:`TAIL_SOFT_CEILING` times the
-    budget, and the walk ends there.
+    The first ``min_messages`` messages are always taken and at most ``max_messages``
+    are. A message that crosses the budget is still taken when the tail stays within
+    :data:`TAIL_SOFT_CEILING` times the budget, and the walk ends there.
     """
     ceiling = budget_tokens * TAIL_SOFT_CEILING
     cut = len(tokens)
     total = 0
     for index in range(len(tokens) - 1, head - 1, -1):
         size = tokens[index]
-        if len(tokens) - cut < min_messages or total + size <= budget_tokens:
+        taken = len(tokens) - cut
+        if max_messages is not None and taken >= max(max_messages, min_messages):
+            break
+        if taken < min_messages or total + size <= budget_tokens:
             total += size
             cut = index
             continue
@@ -153,6 +160,7 @@ def find_boundaries(
     protect_last_n: int,
     tail_budget_tokens: int,
     decayed: bool,
+    max_tail_messages: int | None = None,
 ) -> Boundaries:
     """The head and tail of ``messages``; an empty middle means nothing can be compacted.
 
@@ -163,13 +171,15 @@ def find_boundaries(
         protect_last_n: the configured tail size; the floor is derived from it.
         tail_budget_tokens: the tail's token budget (threshold x target ratio).
         decayed: a summary exists or a compaction ran, so the head is the system prompt only.
+        max_tail_messages: the most messages the budget walk may take (the anchors and tool
+            groups may still add some).
     """
     parents = tool_result_parents(messages)
     head = head_end(messages, protect_first_n, decayed=decayed, parents=parents)
     if head >= len(messages):
         return Boundaries(len(messages), len(messages))
     cut = tail_start_by_tokens(
-        tokens, head, tail_budget_tokens, minimum_tail_messages(protect_last_n)
+        tokens, head, tail_budget_tokens, minimum_tail_messages(protect_last_n), max_tail_messages
     )
     cut = align_to_tool_groups(cut, parents, len(messages))
     cut = align_to_tool_groups(keep_anchors_in_tail(messages, cut), parents, len(messages))

@@ -66,6 +66,9 @@ ABORTING_ERRORS: tuple[type[ProviderError], ...] = (ProviderAuthError, ProviderU
 FAILURE_COOLDOWN = timedelta(seconds=60)
 AUTH_FAILURE_COOLDOWN = timedelta(minutes=10)
 """Bad credentials do not fix themselves quickly; retrying sooner only adds failures."""
+TAIL_SHARE_OF_MESSAGE_LIMIT = 0.5
+"""The tail holds at most this share of the hard message limit, so a compaction triggered by
+the limit gets the transcript well below it instead of re-triggering on the next turn."""
 MAX_FOCUS_TOPIC_CHARS = 500
 MIN_GROUP_SPEAKERS = 2
 
@@ -215,6 +218,7 @@ class ContextCompressor(ContextEngine):
             protect_last_n=self.settings.protect_last_n,
             tail_budget_tokens=self.tail_budget_tokens,
             decayed=previous is not None or self._state.compression_count > 0,
+            max_tail_messages=int(self.settings.hard_message_limit * TAIL_SHARE_OF_MESSAGE_LIMIT),
         )
         middle = [i for i in boundaries.middle if not is_summary_message(messages[i])]
         return _Plan(tokens, boundaries, middle, previous)

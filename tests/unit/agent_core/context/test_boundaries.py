@@ -64,6 +64,12 @@ class TestTailByTokens:
     def test_minimum_messages_win_over_budget(self):
         assert tail_start_by_tokens([100, 100, 100, 100], 0, 10, 3) == 1
 
+    def test_message_cap(self):
+        assert tail_start_by_tokens([1] * 100, 0, 1_000, 3, max_messages=10) == 90
+
+    def test_message_cap_below_the_floor_keeps_the_floor(self):
+        assert tail_start_by_tokens([1] * 100, 0, 1_000, 8, max_messages=2) == 92
+
     def test_never_enters_the_head(self):
         assert tail_start_by_tokens([1] * 10, 4, 1_000, 3) == 4
 
