@@ -15,8 +15,6 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-import discord.utils
-
 RULE = "\u2500" * 12
 """What a Markdown horizontal rule becomes (Discord has none)."""
 
@@ -38,6 +36,9 @@ _URL_OR_LINK_TARGET = re.compile(r"\]\([^)\s]+\)|<https?://[^>\s]+>|https?://[^\
 """Discord's link rules win over formatting, so URLs and link targets are left alone."""
 _LINK = re.compile(r"\[(?P<text>[^\]\n]+)\]\((?P<url>[^)\s]+)\)")
 _EMPHASIS = re.compile(r"(\*\*|__|~~|\*|`)")
+_MARKUP_CHARACTER = re.compile(r"[\\*_~`|>#\-\[\]()<]")
+"""Characters Discord may read as markup; a backslash makes any of them literal."""
+_BARE_URL = re.compile(r"https?://[^\s<>]+")
 
 _TASK_BOXES = {" ": "\u2610", "x": "\u2611", "X": "\u2611"}
 _DISCORD_HEADING_LEVELS = 3
@@ -62,12 +63,19 @@ def to_discord_markdown(markdown: str) -> str:
 
 
 def to_literal_text(discord_markdown: str) -> str:
-    """The text with every Markdown character escaped, so Discord shows it as written.
+    """The text with every markup character escaped (URLs kept), so Discord shows it as written.
 
     The fallback when Discord refuses a formatted message: the reader sees the raw
     markup, and nothing of the reply is lost.
     """
-    return discord.utils.escape_markdown(discord_markdown, ignore_links=True)
+    pieces: list[str] = []
+    position = 0
+    for match in _BARE_URL.finditer(discord_markdown):
+        pieces.append(_MARKUP_CHARACTER.sub(r"\\\g<0>", discord_markdown[position : match.start()]))
+        pieces.append(match.group(0))
+        position = match.end()
+    pieces.append(_MARKUP_CHARACTER.sub(r"\\\g<0>", discord_markdown[position:]))
+    return "".join(pieces)
 
 
 def display_width(text: str) -> int:

@@ -1,0 +1,137 @@
+"""Where discord.py is pointed, and how failures become DeliveryErrors."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import discord
+import discord.gateway
+import discord.http
+import pytest
+import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from adapters.discord.endpoints import (
+    DEFAULT_GATEWAY,
+    DEFAULT_REST_BASE,
+    EndpointConfigError,
+    rest_base_for,
+    use_api_base,
+    use_gateway,
+)
+from adapters.discord.errors import delivery_error, describe, is_invalid_form, retry_after
+
+
+@pytest.fixture(autouse=True)
+def _restore_discord_globals() -> Iterator[None]:
+    rest, gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    yield
+    discord.http.Route.BASE = rest
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
+
+
+class TestEndpoints:
+    @pytest.mark.parametrize(
+        ("api_base", "rest"),
+        [
+            (None, DEFAULT_REST_BASE),
+            ("", DEFAULT_REST_BASE),
+            ("http://127.0.0.1:8765", "http://127.0.0.1:8765/api/v10"),
+            ("http://127.0.0.1:8765/", "http://127.0.0.1:8765/api/v10"),
+            ("https://proxy.internal/discord", "https://proxy.internal/discord/api/v10"),
+            ("https://proxy.internal/api/v9/", "https://proxy.internal/api/v9"),
+        ],
+    )
+    def test_rest_base(self, api_base: str | None, rest: str) -> None:
+        endpoints = rest_base_for(api_base)
+        assert endpoints.rest_base == rest
+        assert endpoints.custom is bool(api_base)
+
+    @pytest.mark.parametrize("api_base", ["ftp://x", "127.0.0.1:8765", "http://"])
+    def test_bad_base_is_refused_with_the_setting_name(self, api_base: str) -> None:
+        with pytest.raises(EndpointConfigError, match="HUBBUB_DISCORD_API_BASE") as caught:
+            rest_base_for(api_base)
+        assert caught.value.url == api_base
+
+    def test_use_api_base_sets_discord_py_globals(self) -> None:
+        use_gateway("ws://127.0.0.1:9/gateway")
+        use_api_base("http://127.0.0.1:9")
+        assert discord.http.Route("GET", "/users/@me").url == "http://127.0.0.1:9/api/v10/users/@me"
+        assert (
+            yarl.URL("ws://127.0.0.1:9/gateway") == discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+        ), "a custom API keeps the discovered gateway"
+        use_api_base(None)
+        assert discord.http.Route.BASE == DEFAULT_REST_BASE
+        assert discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY == DEFAULT_GATEWAY
+
+    def test_gateway_must_be_a_websocket(self) -> None:
+        with pytest.raises(EndpointConfigError, match="ws"):
+            use_gateway("http://127.0.0.1:9/gateway")
+
+
+class _Response:
+    """Enough of aiohttp's response for discord.HTTPException."""
+
+    def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.reason = "reason"
+        self.headers = CIMultiDictProxy(CIMultiDict(headers or {}))
+
+
+def http_error(status: int, body: Any, headers: dict[str, str] | None = None) -> Exception:
+    response: Any = _Response(status, headers)
+    if status == 403:
+        return discord.Forbidden(response, body)
+    if status >= 500:
+        return discord.DiscordServerError(response, body)
+    return discord.HTTPException(response, body)
+
+
+class TestDeliveryErrors:
+    def test_rate_limit_before_anything_was_sent_is_retried_after_the_wait(self) -> None:
+        error = delivery_error(discord.RateLimited(42.5), sent=0)
+        assert error.retryable is True
+        assert error.retry_after == 42.5
+
+    def test_cloudflare_style_429_uses_retry_after_header(self) -> None:
+        exc = http_error(429, "banned", {"Retry-After": "7"})
+        error = delivery_error(exc, sent=0)
+        assert (error.retryable, error.retry_after) == (True, 7.0)
+        assert retry_after(http_error(429, "x", {"Retry-After": "soon"})) is None
+
+    @pytest.mark.parametrize("status", [500, 502, 503, 504])
+    def test_server_errors_are_retryable(self, status: int) -> None:
+        assert delivery_error(http_error(status, {"message": "down"}), sent=0).retryable
+
+    def test_network_errors_are_retryable(self) -> None:
+        assert delivery_error(aiohttp.ClientConnectionError("reset"), sent=0).retryable
+        assert delivery_error(TimeoutError(), sent=0).retryable
+
+    def test_missing_permissions_is_final_and_says_what_to_grant(self) -> None:
+        error = delivery_error(
+            http_error(403, {"message": "Missing Permissions", "code": 50013}), sent=0
+        )
+        assert error.retryable is False
+        assert "Send Messages" in str(error)
+        assert "403" in str(error)
+
+    def test_nothing_is_retried_once_part_of_the_reply_is_out(self) -> None:
+        error = delivery_error(discord.RateLimited(3), sent=2)
+        assert error.retryable is False
+        assert error.retry_after is None
+        assert "2 message(s)" in str(error)
+
+    def test_invalid_form_body_is_recognised(self) -> None:
+        assert is_invalid_form(http_error(400, {"message": "Invalid Form Body", "code": 50035}))
+        assert not is_invalid_form(http_error(400, {"message": "x", "code": 50006}))
+        assert not is_invalid_form(discord.RateLimited(1))
+
+    def test_login_failure_names_the_setting(self) -> None:
+        assert "HUBBUB_DISCORD_TOKEN" in describe(discord.LoginFailure("bad"))
+
+    def test_errors_survive_pickling(self) -> None:
+        error = pickle.loads(pickle.dumps(delivery_error(discord.RateLimited(2.0), sent=0)))
+        assert (error.retryable, error.retry_after) == (True, 2.0)
