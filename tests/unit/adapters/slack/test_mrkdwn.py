@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import pytest
+
+from adapters.slack.mrkdwn import BULLET, RULE, WORD_JOINER, escape, to_mrkdwn
+from adapters.slack.text import mentioned_users, mentions, strip_leading_mention, to_plain
+
+
+class TestInline:
+    @pytest.mark.parametrize(
+        ("markdown", "mrkdwn"),
+        [
+            ("**bold**", "*bold*"),
+            ("__bold__", "*bold*"),
+            ("*italic*", "_italic_"),
+            ("_italic_", "_italic_"),
+            ("***both***", "*_both_*"),
+            ("~~gone~~", "~gone~"),
+            ("`a < b && c`", "`a &lt; b &amp;&amp; c`"),
+            ("[docs](https://example.com/a?x=1&y=2)", "<https://example.com/a?x=1&amp;y=2|docs>"),
+            ("[same](https://example.com)", "<https://example.com|same>"),
+            ("[https://example.com](https://example.com)", "<https://example.com>"),
+            ("<https://example.com/raw>", "<https://example.com/raw>"),
+            ("![diagram](https://example.com/d.png)", "<https://example.com/d.png|diagram>"),
+            ("[readme](docs/README.md)", "readme (docs/README.md)"),
+            ("a < b > c & d", "a &lt; b &gt; c &amp; d"),
+            ("**bold with [link](https://x.io)**", "*bold with <https://x.io|link>*"),
+            ("**bold _and italic_**", "*bold _and italic_*"),
+            ("snake_case_name stays", "snake_case_name stays"),
+            ("2 * 3 * 4", "2 * 3 * 4"),
+            (r"\*literal\*", "*literal*"),
+            ("[a|b](https://x.io/p|q)", "<https://x.io/p%7Cq|a|b>"),
+        ],
+    )
+    def test_converts(self, markdown: str, mrkdwn: str) -> None:
+        assert to_mrkdwn(markdown) == mrkdwn
+
+    def test_markers_next_to_letters_get_a_boundary(self) -> None:
+        assert to_mrkdwn("**foo**bar") == f"*foo*{WORD_JOINER}bar"
+        assert to_mrkdwn("日本語の**太字**です") == f"日本語の{WORD_JOINER}*太字*{WORD_JOINER}です"
+
+    def test_non_latin_text_is_kept(self) -> None:
+        text = "Привет, **мир**! Ελληνικά _κείμενο_ 🚀"
+        assert to_mrkdwn(text) == "Привет, *мир*! Ελληνικά _κείμενο_ 🚀"
+
+
+class TestBlocks:
+    def test_heading_becomes_bold_line(self) -> None:
+        assert to_mrkdwn("## Deploy plan ##") == "*Deploy plan*"
+
+    def test_heading_with_bold_inside_is_not_double_bolded(self) -> None:
+        assert to_mrkdwn("# The **plan**") == "The *plan*"
+
+    def test_lists(self) -> None:
+        markdown = "- one\n* two\n  + nested\n1. first\n- [ ] open\n- [x] done"
+        assert to_mrkdwn(markdown).split("\n") == [
+            f"{BULLET} one",
+            f"{BULLET} two",
+            f"  {BULLET} nested",
+            "1. first",
+            f"{BULLET} ☐ open",
+            f"{BULLET} ☑ done",
+        ]
+
+    def test_quote_keeps_its_marker_unescaped(self) -> None:
+        assert to_mrkdwn("> a <b> quote") == "> a &lt;b&gt; quote"
+
+    def test_rule(self) -> None:
+        assert to_mrkdwn("above\n\n---\n\nbelow") == f"above\n\n{RULE}\n\nbelow"
+
+    def test_code_block_drops_language_and_escapes(self) -> None:
+        markdown = "```python\nif a < b:\n    print('&')\n```"
+        assert to_mrkdwn(markdown) == "```\nif a &lt; b:\n    print('&amp;')\n```"
+
+    def test_markdown_inside_code_is_left_alone(self) -> None:
+        assert to_mrkdwn("```\n**not bold** [x](y)\n```") == "```\n**not bold** [x](y)\n```"
+
+    def test_unterminated_code_block_is_closed(self) -> None:
+        assert to_mrkdwn("```\ncode") == "```\ncode\n```"
+
+    def test_table_becomes_code_block(self) -> None:
+        markdown = "| a | b |\n|---|:-:|\n| 1 | 2 |\n\nafter"
+        assert to_mrkdwn(markdown) == "```\n| a | b |\n|---|:-:|\n| 1 | 2 |\n```\n\nafter"
+
+    def test_escape(self) -> None:
+        assert escape("<&>") == "&lt;&amp;&gt;"
+
+
+class TestInboundText:
+    def test_mentions_become_names(self) -> None:
+        text = "<@U0ALICE> and <@U0HUBBUB|hubbub> see <#C0GENERAL|general> <!here> <!channel>"
+        names = {"U0ALICE": "Alice", "U0HUBBUB": "hubbub"}
+        assert to_plain(text, names) == "@Alice and @hubbub see #general @here @channel"
+
+    def test_unknown_mention_keeps_id(self) -> None:
+        assert to_plain("hi <@U0NOBODY>") == "hi @U0NOBODY"
+
+    def test_links_and_escapes(self) -> None:
+        text = (
+            "see <https://ci.example.com/b/1|build 1> &amp; <https://x.io> &lt;3 "
+            "<mailto:a@b.io|a@b.io>"
+        )
+        assert to_plain(text) == "see build 1 (https://ci.example.com/b/1) & https://x.io <3 a@b.io"
+
+    def test_special_tokens(self) -> None:
+        text = "<!subteam^S0OPS|@ops> <!date^1392734382^{date}|Feb 18, 2014>"
+        assert to_plain(text) == "@ops Feb 18, 2014"
+
+    def test_strip_leading_mention(self) -> None:
+        assert strip_leading_mention("<@U0HUBBUB> hi there", "U0HUBBUB") == "hi there"
+        assert strip_leading_mention("<@U0HUBBUB>, /new", "U0HUBBUB") == "/new"
+        assert strip_leading_mention("hi <@U0HUBBUB>", "U0HUBBUB") == "hi <@U0HUBBUB>"
+        assert strip_leading_mention("<@U0ALICE> hi", "U0HUBBUB") == "<@U0ALICE> hi"
+        assert strip_leading_mention("<@U0HUBBUB>", "U0HUBBUB") == "<@U0HUBBUB>"
+
+    def test_mentions(self) -> None:
+        text = "<@U0ALICE> <@U0HUBBUB|hubbub> <@U0ALICE> <@W0ENTERPRISE>"
+        assert mentioned_users(text) == ["U0ALICE", "U0HUBBUB", "W0ENTERPRISE"]
+        assert mentions(text, "U0HUBBUB")
+        assert not mentions("mail me at hubbub@example.com", "U0HUBBUB")
