@@ -47,13 +47,36 @@ class CharCap:
 DEFAULT_CAP = CharCap()
 
 
+def _cut_head(text: str, length: int) -> str:
+    """The first ``length`` characters, ending at a word boundary when one is near."""
+    if len(text) <= length or text[length].isspace():
+        return text[:length]
+    space = text.rfind(" ", length - REDACTION_OVERLAP_CHARS, length)
+    return text[:space] if space > 0 else text[:length]
+
+
+def _cut_tail(text: str, length: int) -> str:
+    """The last ``length`` characters, starting at a word boundary when one is near."""
+    if len(text) <= length:
+        return text
+    start = len(text) - length
+    if text[start - 1].isspace():
+        return text[start:]
+    space = text.find(" ", start, start + REDACTION_OVERLAP_CHARS)
+    return text[space + 1 :] if space != -1 else text[start:]
+
+
 def capped_redacted(text: str, cap: CharCap = DEFAULT_CAP) -> str:
-    """``text`` redacted and, when longer than ``cap.total``, cut to its head and tail."""
+    """``text`` redacted and, when longer than ``cap.total``, cut to its head and tail.
+
+    Cuts fall on word boundaries where possible, so no half identifier (``etc/app.conf``
+    from ``/etc/app.conf``) reaches the summary or the identifier ledger.
+    """
     if len(text) <= cap.total:
         return redact(text)
-    head = redact(text[: cap.head + REDACTION_OVERLAP_CHARS])[: cap.head]
-    tail = redact(text[-(cap.tail + REDACTION_OVERLAP_CHARS) :])[-cap.tail :]
-    omitted = len(text) - cap.head - cap.tail
+    head = _cut_head(redact(text[: cap.head + REDACTION_OVERLAP_CHARS]), cap.head)
+    tail = _cut_tail(redact(text[-(cap.tail + REDACTION_OVERLAP_CHARS) :]), cap.tail)
+    omitted = len(text) - len(head) - len(tail)
     return f"{head}\n[… {omitted:,} characters omitted …]\n{tail}"
 
 

@@ -24,6 +24,16 @@ class TestCap:
         assert "11,500 characters omitted" in capped
         assert len(capped) < 6_000 + 60
 
+    def test_cuts_fall_between_words(self):
+        text = "/etc/app.conf " * 1_000
+        capped = capped_redacted(text)
+        head, _, rest = capped.partition("\n[… ")
+        tail = rest.partition("…]\n")[2]
+        assert head.split() == ["/etc/app.conf"] * len(head.split())
+        assert tail.split() == ["/etc/app.conf"] * len(tail.split())
+        assert 3_700 < len(head) <= 4_000
+        assert 1_300 < len(tail) <= 1_500
+
     def test_secret_cut_by_the_cap_is_still_redacted(self):
         secret = "sk-" + "a" * 60
         text = "x" * 3_979 + " " + secret + " " + "y" * 10_000
