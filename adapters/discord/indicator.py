@@ -32,6 +32,7 @@ class TypingIndicators:
         self._refresh = refresh_seconds
         self._max = max_seconds
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._starting: dict[int, object] = {}
 
     async def start(self, channel_id: int, trigger: Trigger) -> None:
         """Show the indicator in ``channel_id`` now and keep it up.
@@ -40,17 +41,28 @@ class TypingIndicators:
             Exception: whatever ``trigger`` raises the first time (nothing is kept up then).
         """
         self.stop(channel_id)
-        await trigger()
-        self._tasks[channel_id] = asyncio.create_task(self._keep_up(channel_id, trigger))
+        attempt = object()
+        self._starting[channel_id] = attempt
+        try:
+            await trigger()
+        finally:
+            # A reply may have gone out while the first trigger was on its way.
+            stopped_meanwhile = self._starting.get(channel_id) is not attempt
+            if not stopped_meanwhile:
+                del self._starting[channel_id]
+        if not stopped_meanwhile:
+            self._tasks[channel_id] = asyncio.create_task(self._keep_up(channel_id, trigger))
 
     def stop(self, channel_id: int) -> None:
         """Stop renewing in ``channel_id`` (the reply is going out)."""
+        self._starting.pop(channel_id, None)
         task = self._tasks.pop(channel_id, None)
         if task is not None:
             task.cancel()
 
     async def close(self) -> None:
         """Stop every indicator and wait for them to end."""
+        self._starting.clear()
         tasks, self._tasks = list(self._tasks.values()), {}
         for task in tasks:
             task.cancel()

@@ -102,6 +102,15 @@ class TestTypingIndicators:
         assert count == stopped_at
         assert typing.active() == set()
 
+    async def test_a_reply_during_the_first_trigger_wins(self) -> None:
+        typing = TypingIndicators(refresh_seconds=0.001, max_seconds=60)
+
+        async def reply_meanwhile() -> None:
+            typing.stop(1)
+
+        await typing.start(1, reply_meanwhile)
+        assert typing.active() == set(), "no indicator is kept up after the reply"
+
     async def test_gives_up_after_the_ceiling(self) -> None:
         calls = 0
 
