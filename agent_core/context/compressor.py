@@ -325,8 +325,13 @@ class ContextCompressor(ContextEngine):
         cooldown: datetime | None,
     ) -> CompressionResult:
         """Assemble head + summary + tail, repair it and record the compaction."""
-        head = range(plan.boundaries.head_end)
-        tail = range(plan.boundaries.tail_start, len(messages))
+        # The new summary replaces every earlier one, wherever the boundaries put it.
+        head = [i for i in range(plan.boundaries.head_end) if not is_summary_message(messages[i])]
+        tail = [
+            i
+            for i in range(plan.boundaries.tail_start, len(messages))
+            if not is_summary_message(messages[i])
+        ]
         summary = summary_message(draft.body)
         assembled = [*(pruned[i] for i in head), summary, *(messages[i] for i in tail)]
         positions: list[int | None] = [*head, None, *tail]

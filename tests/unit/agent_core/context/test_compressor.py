@@ -9,7 +9,12 @@ import pytest
 from agent_core.config import CompressionSettings
 from agent_core.context.compressor import AUTH_FAILURE_COOLDOWN, FAILURE_COOLDOWN, ContextCompressor
 from agent_core.context.identifiers import LEDGER_HEADING, parse_ledger
-from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX, summary_message
+from agent_core.context.markers import (
+    SUMMARY_END_MARKER,
+    SUMMARY_PREFIX,
+    is_summary_message,
+    summary_message,
+)
 from agent_core.context.media import IMAGE_PLACEHOLDER
 from agent_core.context.redaction import REDACTED
 from agent_core.context.result import CompressionOutcome, Strategy
@@ -115,6 +120,22 @@ class TestCompress:
         assert second.summary_index == 1  # the head decayed to the system prompt
         assert {1, 2, 3, 4}.issubset(second.archived_indices)  # old head and old summary
         assert engine.state.summary_version == 2
+
+    def test_an_earlier_summary_in_the_tail_is_replaced_not_duplicated(self, engine, aux_model):
+        messages = [
+            system(),
+            user("old head"),
+            assistant("old reply"),
+            summary_message("## Goal\nS1"),
+        ]
+        messages += long_chat(10)[1:]
+        # The old reply is too big for the tail, which starts at the earlier summary.
+        outcome = engine.compress(messages, token_counts=[10, 10, 8_000, 2_000] + [1_000] * 10)
+        assert outcome.archived_indices == (1, 2, 3)
+        assert [m for m in outcome.messages if is_summary_message(m)] == [
+            outcome.messages[outcome.summary_index or 0]
+        ]
+        assert "PREVIOUS SUMMARY:\n## Goal\nS1" in aux_model.calls[0].prompt
 
     def test_stored_summary_is_used_when_the_transcript_lacks_it(
         self, settings, main_model, aux_model, clock
