@@ -100,9 +100,9 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
 
 
 def _text(message: Message) -> tuple[str, dict[MessageEntity, str]]:
-    if message.text is not None:
+    if isinstance(message.text, str):
         return message.text, message.parse_entities(_MENTIONS)
-    if message.caption is not None:
+    if isinstance(message.caption, str):
         return message.caption, message.parse_caption_entities(_MENTIONS)
     return "", {}
 

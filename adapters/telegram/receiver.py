@@ -31,7 +31,7 @@ class UpdateReceiver:
         self._recent = RecentUpdates()
 
     async def receive(self, update: Update) -> bool:
-        """Forward ``update`` unless it is a repeat; ``False`` for a repeat.
+        """Forward ``update`` unless it is a repeat or unreadable; ``False`` when skipped.
 
         Raises:
             Exception: whatever the sink raised (storage unavailable); the update may be
@@ -42,6 +42,13 @@ class UpdateReceiver:
             return False
         try:
             inbound = to_inbound(update, self.identity, self.config)
+        except Exception:
+            # A malformed update fails the same way every time: skip it rather than have
+            # Telegram (or the poller) retry it forever.
+            log.exception("Telegram update could not be read; skipped", extra=self._extra(update))
+            self._recent.finish(update.update_id)
+            return False
+        try:
             if inbound is not None:
                 await self._sink(inbound)
         except BaseException:
@@ -49,3 +56,6 @@ class UpdateReceiver:
             raise
         self._recent.finish(update.update_id)
         return True
+
+    def _extra(self, update: Update) -> dict[str, object]:
+        return {"bot": self.config.bot_name, "update_id": update.update_id}

@@ -91,7 +91,7 @@ class TelegramWebhook(WebhookHandler):
             return _answer(400, "body is not a Telegram update")
         try:
             update = Update.de_json(data, self._bot)
-        except (KeyError, TypeError, ValueError) as exc:
+        except Exception as exc:  # PTB raises whatever the malformed field provokes
             log.info("unparseable Telegram update", extra={"error": repr(exc)})
             return _answer(400, "body is not a Telegram update")
         try:

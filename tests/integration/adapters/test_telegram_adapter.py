@@ -16,6 +16,7 @@ from adapters.base import BotConfig, DeliveryError, WebhookVerificationError
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
 from adapters.telegram import TelegramDeliverer, create_webhook
 from adapters.telegram import deliverer as deliverer_module
+from adapters.telegram import receiver as receiver_module
 from adapters.telegram.options import receive_options
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
@@ -334,6 +335,31 @@ class TestWebhook:
         assert response.status == 400
         assert recorder.items == []
 
+    @pytest.mark.parametrize(
+        "update",
+        [
+            {"update_id": 10, "message": "not an object"},
+            {"update_id": 11, "message": {"message_id": 1}},
+            {"update_id": 12, "edited_message": {"message_id": 1, "date": 0, "chat": {"id": 1}}},
+        ],
+    )
+    async def test_updates_that_do_not_parse_are_400(
+        self, webhook: tuple[TelegramWebhook, Recorder], update: dict[str, Any]
+    ) -> None:
+        handler, recorder = webhook
+        assert (await post(handler, update)).status == 400
+        assert recorder.items == []
+
+    async def test_an_unreadable_message_is_acknowledged_and_skipped(
+        self, webhook: tuple[TelegramWebhook, Recorder]
+    ) -> None:
+        handler, recorder = webhook
+        odd = payload("private_text")
+        odd["message"]["text"] = 5
+        odd["message"]["entities"] = [{"offset": 0, "length": 1, "type": "mention"}]
+        assert (await post(handler, odd)).status == 200, "a retry would fail the same way"
+        assert recorder.items == []
+
     async def test_storage_failure_is_503_and_the_retry_is_stored(
         self, webhook: tuple[TelegramWebhook, Recorder], caplog: pytest.LogCaptureFixture
     ) -> None:
@@ -415,6 +441,32 @@ class TestPolling:
         assert telegram.pending_updates() == [update_id]
         await run_until(listener, lambda: recorder.items, "the stored update")
         assert len(recorder.items) == 1
+
+    async def test_an_odd_update_does_not_block_the_ones_after_it(
+        self, telegram: FakeTelegram, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        odd = fresh(payload("group_mention"))
+        odd["message"]["text"] = 5
+        telegram.push_update(odd)
+        broken = fresh(payload("group_unaddressed"))
+        broken["message"]["text"] = "this one breaks the conversion"
+        telegram.push_update(broken)
+
+        real = receiver_module.to_inbound
+
+        def to_inbound(update: Any, *args: Any) -> Any:
+            if update.message.text == "this one breaks the conversion":
+                raise ValueError("a bug in the conversion")
+            return real(update, *args)
+
+        monkeypatch.setattr(receiver_module, "to_inbound", to_inbound)
+        telegram.push_update(fresh(payload("private_text")))
+        recorder = Recorder()
+        listener = PollingListener(bot_config(telegram), recorder, poll_timeout=1)
+        await run_until(
+            listener, lambda: recorder.items and not telegram.pending_updates(), "the good update"
+        )
+        assert [m.chat_id for m in recorder.items] == ["111111111"]
 
     async def test_short_network_trouble_is_retried(self, telegram: FakeTelegram) -> None:
         telegram.fail_next(
