@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -53,11 +54,21 @@ def _thread_of(event: Event) -> str:
     return ""
 
 
-def _with_files(text: str, event: Event) -> str:
-    files = event.get("files") or []
-    names = [str(f.get("name") or f.get("title") or "file") for f in files if isinstance(f, dict)]
+def _with_extras(text: str, event: Event) -> str:
+    """The text plus what else the message carries.
+
+    File names, and the fallback text of attachments: integrations often post nothing
+    but an attachment.
+    """
     lines = [text] if text.strip() else []
-    lines += [f"[file: {name}]" for name in names]
+    for attachment in event.get("attachments") or []:
+        if isinstance(attachment, dict):
+            extra = attachment.get("fallback") or attachment.get("text") or ""
+            if isinstance(extra, str) and extra.strip() and extra.strip() != text.strip():
+                lines.append(to_plain(extra.strip()))
+    for file in event.get("files") or []:
+        if isinstance(file, dict):
+            lines.append(f"[file: {file.get('name') or file.get('title') or 'file'}]")
     return "\n".join(lines)
 
 
@@ -133,8 +144,11 @@ class EventNormaliser:
             event.get("parent_user_id") == identity.user_id
             or self._threads.has_joined(channel, thread_id)
         )
-        sender = await self._sender(event, user, bot_id)
-        text = _with_files(await self._readable(raw, identity), event)
+        # Lookups run side by side: Slack is waiting for the ack.
+        sender, readable = await asyncio.gather(
+            self._sender(event, user, bot_id), self._readable(raw, identity)
+        )
+        text = _with_extras(readable, event)
         command, args = _command(text)
         return InboundMessage(
             **self._base(channel, chat_type, thread_id),
@@ -165,10 +179,9 @@ class EventNormaliser:
         return None
 
     async def _readable(self, raw: str, identity: BotIdentity) -> str:
-        names = {identity.user_id: identity.name}
-        others = [u for u in mentioned_users(raw) if u != identity.user_id]
-        for user in others[:MAX_MENTION_LOOKUPS]:
-            names[user] = (await self._users.lookup(user)).name
+        others = [u for u in mentioned_users(raw) if u != identity.user_id][:MAX_MENTION_LOOKUPS]
+        found = await asyncio.gather(*(self._users.lookup(user) for user in others))
+        names = {identity.user_id: identity.name} | {user.id: user.name for user in found}
         return to_plain(strip_leading_mention(raw, identity.user_id), names).strip()
 
     def _edit(self, event: Event, channel: str, identity: BotIdentity) -> InboundMessage | None:
@@ -190,7 +203,7 @@ class EventNormaliser:
             ),
             message_id=message_key(channel, message["ts"]),
             sender_id=user or bot_id,
-            text=_with_files(readable, message),
+            text=_with_extras(readable, message),
             event="edit",
         )
 

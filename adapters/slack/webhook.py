@@ -40,6 +40,10 @@ def _json(status: int, payload: dict[str, str]) -> WebhookResponse:
     return WebhookResponse(status=status, body=json.dumps(payload).encode())
 
 
+def _rate_limit(request: AsyncBoltRequest) -> dict[str, object]:
+    return {"minute_rate_limited": request.body.get("minute_rate_limited")}
+
+
 def _to_webhook_response(response: BoltResponse) -> WebhookResponse:
     content_type = response.headers.get("content-type", ["application/json"])[0]
     body = response.body if isinstance(response.body, str) else json.dumps(response.body)
@@ -108,6 +112,10 @@ class SlackWebhookHandler(WebhookHandler):
             request = AsyncBoltRequest(body=body.decode("utf-8"), headers=dict(headers))
         except (ValueError, UnicodeDecodeError):
             return _json(400, {"error": "request body is neither JSON nor a form"})
+        if request.body.get("type") == "app_rate_limited":
+            # Slack drops events past 30,000 an hour per workspace; it needs a 200 all the same.
+            log.warning("slack is rate limiting this app's events", extra=_rate_limit(request))
+            return WebhookResponse(status=200)
         if request.body.get("type") not in _NO_IDENTITY_NEEDED:
             try:
                 await self.receiver.identity.get()

@@ -165,6 +165,14 @@ class TestSignature:
         with pytest.raises(WebhookVerificationError):
             await handler.handle(*signed_json(load_payload("url_verification"), secret="wrong"))
 
+    async def test_app_rate_limited_notice_is_acknowledged(
+        self, handler: SlackWebhookHandler, sink: Sink, fake_slack: FakeSlack
+    ) -> None:
+        response = await handler.handle(*signed_json(load_payload("app_rate_limited")))
+        assert response.status == 200
+        assert sink.messages == []
+        assert fake_slack.calls == []
+
     async def test_signed_garbage_is_a_400(self, handler: SlackWebhookHandler, sink: Sink) -> None:
         body = b"{not json"
         headers = {k.lower(): v for k, v in sign(body).items()} | {

@@ -125,6 +125,12 @@ class TestMessages:
             "prod & staging"
         )
 
+    async def test_attachment_only_post_reads_as_its_fallback(self) -> None:
+        inbound = await _event("bot_message_attachment")
+        assert inbound is not None
+        assert inbound.text == "[FIRING:1] HighErrorRate api-gateway (5xx > 2% for 10m)"
+        assert (inbound.sender_name, inbound.sender_is_bot) == ("alerts", True)
+
     async def test_command_after_mention(self) -> None:
         inbound = await _event("message_command")
         assert inbound is not None
