@@ -18,7 +18,9 @@ from adapters.telegram.options import (
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
 from adapters.telegram.webhook import TelegramWebhook
+from agent_core.config import Settings
 from gateway.supervisor import bot_path_id as gateway_bot_path_id
+from workers.bots import env_bot_config
 
 
 async def _sink(_: Any) -> None:
@@ -99,3 +101,26 @@ class TestFactories:
     def test_a_bot_without_token_is_refused(self) -> None:
         with pytest.raises(TelegramConfigError, match="no token"):
             create_listener(BotConfig(platform="telegram"), _sink)
+
+
+class TestEnvironmentSettings:
+    """``HUBBUB_*`` settings reach the adapter through ``env_bot_config``."""
+
+    def build(self, **values: Any) -> BotConfig:
+        settings = Settings.model_validate({"telegram_token": "1:abc"} | values)
+        bot = env_bot_config(settings, "telegram")
+        assert bot is not None
+        return bot
+
+    def test_public_url_and_secret_mean_webhook(self) -> None:
+        bot = self.build(public_url="https://h.example", telegram_webhook_secret="s3cret")
+        options = receive_options(bot)
+        assert (options.mode, options.secret_token) == ("webhook", "s3cret")
+
+    def test_mode_polling_wins_over_a_public_url(self) -> None:
+        bot = self.build(public_url="https://h.example", telegram_mode="polling")
+        assert receive_options(bot).mode == "polling"
+
+    def test_api_base_and_token(self) -> None:
+        bot = self.build(telegram_api_base="http://127.0.0.1:8081/bot")
+        assert (bot.token, api_base(bot)) == ("1:abc", "http://127.0.0.1:8081/bot")
