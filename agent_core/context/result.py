@@ -85,6 +85,13 @@ class CompressionResult:
     """Set when this attempt started a failure cooldown."""
 
     @property
+    def summary_text(self) -> str | None:
+        """The summary message's text, markers included, as the model sees it."""
+        if self.summary_index is None:
+            return None
+        return str(self.messages[self.summary_index]["content"])
+
+    @property
     def applied(self) -> bool:
         """Whether the transcript changed."""
         return self.outcome is CompressionOutcome.COMPRESSED

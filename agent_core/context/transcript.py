@@ -48,13 +48,6 @@ def has_images(message: Message) -> bool:
     return any(isinstance(p, Mapping) and p.get("type") in IMAGE_PART_TYPES for p in content)
 
 
-def tool_call_ids(message: Message) -> list[str]:
-    """Ids of the tool calls an assistant message makes, in order."""
-    if message.get("role") != "assistant":
-        return []
-    return [str(call.get("id")) for call in message.get("tool_calls") or () if call.get("id")]
-
-
 def is_tool_result(message: Message) -> bool:
     """Whether the message answers a tool call."""
     return message.get("role") == "tool"

@@ -66,7 +66,8 @@ class TestCompress:
         assert outcome.strategy is Strategy.SUMMARY
         assert outcome.summary_index == 4
         assert outcome.messages[:4] == messages[:4]
-        summary_text = outcome.messages[4]["content"]
+        summary_text = outcome.summary_text
+        assert summary_text is not None
         assert outcome.messages[4]["role"] == "user"
         assert summary_text.startswith(SUMMARY_PREFIX)
         assert summary_text.endswith(SUMMARY_END_MARKER)

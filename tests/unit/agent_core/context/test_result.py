@@ -19,6 +19,14 @@ class TestCompressionResult:
         assert aborted.aborted
         assert not aborted.applied
 
+    def test_summary_text(self):
+        message = user("[CONTEXT SUMMARY: BACKGROUND ONLY] x")
+        with_summary = CompressionResult(
+            CompressionOutcome.COMPRESSED, [user("a"), message], (0, None), summary_index=1
+        )
+        assert with_summary.summary_text == message["content"]
+        assert CompressionResult(CompressionOutcome.ABORTED, [], ()).summary_text is None
+
     def test_then_translates_indices_to_the_first_input(self):
         # Input 0..5 -> first keeps [0, summary, 4, 5] and rewrites 4.
         rewritten_4 = user("pruned 4")

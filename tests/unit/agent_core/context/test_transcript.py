@@ -8,7 +8,6 @@ from agent_core.context.transcript import (
     is_visible_reply,
     message_tokens,
     speaker_of,
-    tool_call_ids,
     tool_calls_by_id,
     without_speaker_prefix,
 )
@@ -48,12 +47,6 @@ class TestVisibleReply:
 
 
 class TestToolLinks:
-    def test_ids_in_order_and_only_for_assistants(self):
-        message = call("a")
-        message["tool_calls"].append({"id": "b", "function": {"name": "x", "arguments": "{}"}})
-        assert tool_call_ids(message) == ["a", "b"]
-        assert tool_call_ids(result("a")) == []
-
     def test_calls_by_id(self):
         calls = tool_calls_by_id([call("a", "grep", pattern="x"), result("a")])
         assert calls == {"a": ("grep", '{"pattern": "x"}')}
