@@ -2,7 +2,8 @@
 
 discord.py keeps its REST base (``discord.http.Route.BASE``) and its gateway URL
 (``DiscordWebSocket.DEFAULT_GATEWAY``) in class attributes, so they are per process: this
-module is the only place that sets them. The setting is the API's origin, e.g.
+module is the only place that sets them, and the setting applies to every Discord bot of
+the process. It is the API's origin, e.g.
 ``http://127.0.0.1:8765`` (``/api/v10`` is appended) or a base that already ends in
 ``/api/v<N>``. The gateway URL is not configured separately: the listener asks the REST API
 for it (``GET /gateway/bot``), as Discord documents, and calls :func:`use_gateway`.
@@ -22,7 +23,6 @@ log = logging.getLogger(__name__)
 
 API_VERSION = 10
 DEFAULT_REST_BASE = f"https://discord.com/api/v{API_VERSION}"
-DEFAULT_GATEWAY = yarl.URL("wss://gateway.discord.gg/")
 _VERSIONED_PATH = re.compile(r"/api/v\d+$")
 
 
@@ -66,16 +66,19 @@ def rest_base_for(api_base: str | None) -> Endpoints:
 
 
 def use_api_base(api_base: str | None) -> Endpoints:
-    """Send this process's discord.py REST requests to ``api_base`` (``None``: to Discord).
+    """Send this process's discord.py REST requests to ``api_base``.
 
-    Also resets the gateway URL to Discord's when no base is configured, so a process never
-    mixes a custom REST API with Discord's gateway.
+    ``None`` keeps what the process uses already (Discord itself, unless another bot of
+    this process configured a base): the setting is per process, and a second, different
+    base is logged as the conflict it is.
 
     Raises:
         EndpointConfigError: the value is not an http(s) URL.
     """
-    endpoints = rest_base_for(api_base)
     current = discord.http.Route.BASE
+    if not api_base:
+        return Endpoints(current, custom=current != DEFAULT_REST_BASE)
+    endpoints = rest_base_for(api_base)
     if current not in (DEFAULT_REST_BASE, endpoints.rest_base):
         log.warning(
             "Discord API base changed for the whole process; bots with different "
@@ -83,8 +86,6 @@ def use_api_base(api_base: str | None) -> Endpoints:
             extra={"previous": current, "now": endpoints.rest_base},
         )
     discord.http.Route.BASE = endpoints.rest_base
-    if not endpoints.custom:
-        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = DEFAULT_GATEWAY
     return endpoints
 
 

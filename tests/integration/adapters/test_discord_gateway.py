@@ -228,8 +228,13 @@ class TestReconnect:
         assert len(running.by_id(missed["id"])) == 1, "replayed once"
 
     async def test_an_invalidated_session_identifies_again(
-        self, fake: FakeDiscord, running: Running
+        self, fake: FakeDiscord, running: Running, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        async def no_identify_pause(shard_id: int | None, *, initial: bool = False) -> None:
+            """discord.py pauses 5 s before a repeated IDENTIFY (Discord's identify limit)."""
+
+        assert running.listener.client is not None
+        monkeypatch.setattr(running.listener.client, "before_identify_hook", no_identify_pause)
         fake.invalidate_session()
         await eventually(lambda: len(fake.identifies) == 2, "a second IDENTIFY")
         await eventually(lambda: fake.connected(), "a live session")

@@ -15,7 +15,6 @@ import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from adapters.discord.endpoints import (
-    DEFAULT_GATEWAY,
     DEFAULT_REST_BASE,
     EndpointConfigError,
     rest_base_for,
@@ -57,15 +56,26 @@ class TestEndpoints:
         assert caught.value.url == api_base
 
     def test_use_api_base_sets_discord_py_globals(self) -> None:
+        discord.http.Route.BASE = DEFAULT_REST_BASE
+        assert use_api_base(None).custom is False
         use_gateway("ws://127.0.0.1:9/gateway")
-        use_api_base("http://127.0.0.1:9")
+        endpoints = use_api_base("http://127.0.0.1:9")
+        assert endpoints.custom is True
         assert discord.http.Route("GET", "/users/@me").url == "http://127.0.0.1:9/api/v10/users/@me"
-        assert (
-            yarl.URL("ws://127.0.0.1:9/gateway") == discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-        ), "a custom API keeps the discovered gateway"
-        use_api_base(None)
-        assert discord.http.Route.BASE == DEFAULT_REST_BASE
-        assert discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY == DEFAULT_GATEWAY
+        gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+        assert gateway == yarl.URL("ws://127.0.0.1:9/gateway"), "the discovered gateway stays"
+
+    def test_a_bot_without_a_base_shares_the_process_base(self) -> None:
+        use_api_base("http://127.0.0.1:9")
+        endpoints = use_api_base(None)
+        assert endpoints == rest_base_for("http://127.0.0.1:9")
+        assert discord.http.Route.BASE == "http://127.0.0.1:9/api/v10"
+
+    def test_a_conflicting_base_is_logged(self, caplog: pytest.LogCaptureFixture) -> None:
+        use_api_base("http://127.0.0.1:9")
+        use_api_base("http://127.0.0.1:10")
+        assert "cannot share one process" in caplog.text
+        assert discord.http.Route.BASE == "http://127.0.0.1:10/api/v10"
 
     def test_gateway_must_be_a_websocket(self) -> None:
         with pytest.raises(EndpointConfigError, match="ws"):
