@@ -71,12 +71,11 @@ class DeliveryService:
 
     def deliver(self, outbox_id: int) -> bool:
         """Send one reply if it is due and unclaimed; ``True`` when this call sent it."""
+        # The claim is durable: it must be on disk before anything reaches the platform.
         with transaction(self._factory) as db:
-            repo = OutboxRepository.from_session(db)
-            if not repo.claim(outbox_id, claim_seconds=CLAIM_SECONDS):
+            entry = OutboxRepository.from_session(db).claim(outbox_id, claim_seconds=CLAIM_SECONDS)
+            if entry is None:
                 return False
-            entry = repo.get(outbox_id)
-            assert entry is not None
             bot_id, platform, attempts = entry.bot_id, entry.platform, entry.attempts
         try:
             deliverer, loop = self._deliverer(bot_id)
@@ -91,11 +90,10 @@ class DeliveryService:
                 outbox_id, platform, attempts, f"{type(exc).__name__}: {exc}", None
             )
             return False
-        with transaction(self._factory) as db:
-            repo = OutboxRepository.from_session(db)
-            entry = repo.get(outbox_id)
-            assert entry is not None
-            repo.mark_sent(entry, ids)
+        # Not waited to disk: if a crash loses it, the claim (durable) still says "sending"
+        # and the reply is never sent again.
+        with transaction(self._factory, durable=False) as db:
+            OutboxRepository.from_session(db).mark_sent(outbox_id, ids)
         metrics.DELIVERIES.labels(platform, "sent").inc()
         return True
 
@@ -108,7 +106,7 @@ class DeliveryService:
         exc: DeliveryError | None,
     ) -> None:
         retryable = exc.retryable if exc is not None else True
-        with transaction(self._factory) as db:
+        with transaction(self._factory, durable=False) as db:
             repo = OutboxRepository.from_session(db)
             entry = repo.get(outbox_id)
             assert entry is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.messages import InboundMessage
@@ -106,8 +107,16 @@ class Intake:
         if inbound.event != "message":
             return self._apply_change(bot, inbound)
         incoming = self._incoming(bot, inbound)
-        with transaction(self._factory) as db:
-            result = record_incoming(db, incoming, self._counter)
+        try:
+            with transaction(self._factory) as db:
+                result = record_incoming(db, incoming, self._counter)
+        except DBAPIError as exc:
+            # A concurrent copy of this platform message won (this attempt finds it), or
+            # the pooled connection died with a database restart (this attempt reconnects).
+            if not isinstance(exc, IntegrityError) and not exc.connection_invalidated:
+                raise
+            with transaction(self._factory) as db:
+                result = record_incoming(db, incoming, self._counter)
         metrics.INBOUND.labels(
             inbound.platform, "duplicate" if result.duplicate else "accepted"
         ).inc()

@@ -21,22 +21,20 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.agent import Agent, TurnReply
 from agent_core.config import Settings
 from agent_core.db.engine import transaction
-from agent_core.db.models import ChatSession, Message, MessageKind, Tenant, TurnState
+from agent_core.db.models import ChatSession, Message, MessageKind
 from agent_core.errors import ConfigError, ProviderError
 from agent_core.llm.model import ChatModel
 from agent_core.memory.repository import MemoryRepository
-from agent_core.outbox.repository import OutboxRepository
 from agent_core.prompt.builder import PromptInputs
 from agent_core.prompt.service import restore_or_build
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
-from agent_core.sessions.service import mark_turn_done, record_reply
+from agent_core.sessions.service import record_reply
 from agent_core.sessions.transcript import to_chat_messages
 from agent_core.tokens import TokenCounter
 from workers import metrics
@@ -47,6 +45,9 @@ from workers.dispatch import Dispatcher
 log = logging.getLogger(__name__)
 
 ModelFactory = Callable[[], ChatModel]
+
+PENDING_BATCH = 20
+"""Waiting messages fetched per query while draining a session."""
 
 NO_MODEL_NOTICE = (
     "No model is configured, so I cannot answer yet. The operator needs to set HUBBUB_MODEL "
@@ -70,8 +71,8 @@ def provider_notice(error: ProviderError) -> str:
 class _Prepared:
     """Everything a turn needs once the database work before the model call is done."""
 
-    message_id: int
-    session_id: str
+    message: Message
+    chat_session: ChatSession
     system_prompt: str
     transcript: list[dict[str, Any]]
 
@@ -116,11 +117,14 @@ class TurnRunner:
                 if keeper is None:
                     return processed
                 while not self._stopping.is_set():
-                    message_id = self._next_pending(session_id)
-                    if message_id is None:
+                    batch = self._pending(session_id)
+                    if not batch:
                         break
-                    self.run_turn(message_id)
-                    processed += 1
+                    for message_id in batch:
+                        if self._stopping.is_set():
+                            break
+                        self.run_turn(message_id)
+                        processed += 1
             if not self._has_pending(session_id):
                 return processed
             if self._stopping.is_set():
@@ -128,17 +132,18 @@ class TurnRunner:
                     self.dispatcher.kick_session(session_id)
                 return processed
 
-    def _next_pending(self, session_id: str) -> int | None:
+    def _pending(self, session_id: str) -> list[int]:
         with transaction(self._factory) as db:
-            message = SessionRepository.from_session(db).next_pending_message(session_id)
-            return message.id if message is not None else None
+            return SessionRepository.from_session(db).pending_message_ids(
+                session_id, limit=PENDING_BATCH
+            )
 
     def _has_pending(self, session_id: str) -> bool:
         with transaction(self._factory) as db:
             return SessionRepository.from_session(db).has_pending(session_id)
 
     def run_turn(self, message_id: int) -> None:
-        """Answer one message (idempotent: a message with a reply is only closed)."""
+        """Answer one message (idempotent: a message already answered is left alone)."""
         started = time.perf_counter()
         outbox_id, prepared = self._before_model(message_id)
         llm_seconds = 0.0
@@ -158,47 +163,65 @@ class TurnRunner:
         metrics.TURN_OVERHEAD_SECONDS.observe(max(elapsed - llm_seconds, 0.0))
 
     def _before_model(self, message_id: int) -> tuple[int | None, _Prepared | None]:
-        with transaction(self._factory) as db:
+        # Not waited to disk (see _store_reply); a lost prompt build is simply redone.
+        with transaction(self._factory, durable=False) as db:
             repo = SessionRepository.from_session(db)
-            message = repo.get_message(message_id)
-            if message is None or message.turn_state != TurnState.PENDING:
+            loaded = repo.load_turn(message_id)
+            if loaded is None:
                 return None, None
-            chat_session = repo.get(message.session_id)
-            assert chat_session is not None
-            existing = OutboxRepository.from_session(db).get_by_trigger(message.id)
-            if existing is not None:
-                mark_turn_done(db, message)
-                return existing.id, None
+            message, chat_session, persona = loaded
             if message.kind == MessageKind.COMMAND:
                 text = self._command_reply(db, chat_session, message)
-                entry = record_reply(
-                    db, chat_session, message, text, counter=self._counter, kind=MessageKind.COMMAND
-                )
                 metrics.TURNS.labels("command").inc()
-                return entry.id, None
+                return self._record(db, chat_session, message, text, MessageKind.COMMAND), None
             try:
                 model = self._model_factory()
             except ConfigError:
-                entry = record_reply(
-                    db,
-                    chat_session,
-                    message,
-                    NO_MODEL_NOTICE,
-                    counter=self._counter,
-                    kind=MessageKind.NOTICE,
-                )
                 metrics.TURNS.labels("config_error").inc()
                 metrics.ERRORS.labels("no_model").inc()
-                return entry.id, None
+                notice = self._record(
+                    db, chat_session, message, NO_MODEL_NOTICE, MessageKind.NOTICE
+                )
+                return notice, None
+            inputs = self._prompt_inputs(chat_session, model, persona)
             system_prompt = restore_or_build(
-                db, chat_session, self._prompt_inputs(db, chat_session, model), self._today()
+                db,
+                chat_session,
+                inputs,
+                self._today(),
+                load_memory=lambda: MemoryRepository.from_session(db).snapshot(
+                    chat_session.tenant_id, chat_session.bot_id
+                ),
             )
             transcript = to_chat_messages(
-                repo.context_messages(chat_session.id, up_to_anchor=message.anchor_seq),
+                repo.context_rows(chat_session.id, up_to_anchor=message.anchor_seq),
                 chat_type=chat_session.chat_type,
             )
         self._delivery.typing(chat_session)
-        return None, _Prepared(message.id, chat_session.id, system_prompt, transcript)
+        return None, _Prepared(message, chat_session, system_prompt, transcript)
+
+    def _record(
+        self,
+        db: Session,
+        chat_session: ChatSession,
+        message: Message,
+        text: str,
+        kind: MessageKind,
+        reply: TurnReply | None = None,
+    ) -> int | None:
+        meta: dict[str, Any] = {}
+        if reply is not None:
+            meta = {"model": reply.model, "llm_ms": round(reply.llm_seconds * 1000, 3)}
+        return record_reply(
+            db,
+            chat_session,
+            message,
+            text,
+            counter=self._counter,
+            kind=kind,
+            usage=reply.usage if reply is not None else None,
+            meta=meta,
+        )
 
     def _call_model(self, prepared: _Prepared) -> tuple[TurnReply | None, str]:
         """The model's reply, or ``None`` and the notice to send instead."""
@@ -210,7 +233,7 @@ class TurnRunner:
             log.warning(
                 "model call failed",
                 extra={
-                    "session_id": prepared.session_id,
+                    "session_id": prepared.chat_session.id,
                     "error": type(error).__name__,
                     "status": error.status_code,
                     "reason": error.message,
@@ -226,35 +249,11 @@ class TurnRunner:
     def _store_reply(
         self, prepared: _Prepared, text: str, kind: MessageKind, reply: TurnReply | None
     ) -> int | None:
-        with transaction(self._factory) as db:
-            repo = SessionRepository.from_session(db)
-            message = repo.get_message(prepared.message_id)
-            chat_session = repo.get(prepared.session_id, for_update=True)
-            if message is None or chat_session is None:
-                return None
-            if message.turn_state != TurnState.PENDING:
-                # Another run of this turn finished first; its reply stands.
-                existing = OutboxRepository.from_session(db).get_by_trigger(message.id)
-                return existing.id if existing is not None else None
-            meta: dict[str, Any] = {}
-            if reply is not None:
-                meta = {"model": reply.model, "llm_ms": round(reply.llm_seconds * 1000, 3)}
-            try:
-                with db.begin_nested():
-                    entry = record_reply(
-                        db,
-                        chat_session,
-                        message,
-                        text,
-                        counter=self._counter,
-                        kind=kind,
-                        usage=reply.usage if reply is not None else None,
-                        meta=meta,
-                    )
-            except IntegrityError:
-                existing = OutboxRepository.from_session(db).get_by_trigger(message.id)
-                return existing.id if existing is not None else None
-            return entry.id
+        # Not waited to disk: if a crash loses it, the message is still pending and its turn
+        # runs again; the durable delivery claim that follows flushes it first, so a reply
+        # is never sent for a turn the database forgot.
+        with transaction(self._factory, durable=False) as db:
+            return self._record(db, prepared.chat_session, prepared.message, text, kind, reply)
 
     def _command_reply(self, db: Session, chat_session: ChatSession, message: Message) -> str:
         name = str(message.meta.get("command", ""))
@@ -272,15 +271,10 @@ class TurnRunner:
         return run_command(name, ctx)
 
     def _prompt_inputs(
-        self, db: Session, chat_session: ChatSession, model: ChatModel
+        self, chat_session: ChatSession, model: ChatModel, persona: str | None
     ) -> PromptInputs:
-        tenant = db.get(Tenant, chat_session.tenant_id)
-        persona = (tenant.persona if tenant is not None else None) or self._settings.persona
-        memory = MemoryRepository.from_session(db).snapshot(
-            chat_session.tenant_id, chat_session.bot_id
-        )
         return PromptInputs(
-            persona=persona,
+            persona=persona or self._settings.persona,
             model=model.name,
             platform=chat_session.platform,
             chat_type=chat_session.chat_type,
@@ -288,7 +282,6 @@ class TurnRunner:
             context_length=model.context_length,
             instructions=self._settings.instructions,
             context_files=self._load_context_files(),
-            memory=tuple(memory),
             timezone=self._settings.timezone,
         )
 

@@ -41,10 +41,13 @@ class OutboxRepository:
             select(OutboxEntry).where(OutboxEntry.trigger_message_id == trigger_message_id)
         )
 
-    def claim(self, outbox_id: int, *, claim_seconds: float) -> bool:
-        """Move a due entry to ``sending``; ``False`` when someone else has it or it is done."""
+    def claim(self, outbox_id: int, *, claim_seconds: float) -> OutboxEntry | None:
+        """Move a due entry to ``sending`` and return it.
+
+        ``None`` when someone else has it, it is not due, or it is done.
+        """
         now = utcnow()
-        result = self.session.execute(
+        return self.session.scalars(
             update(OutboxEntry)
             .where(
                 OutboxEntry.id == outbox_id,
@@ -56,17 +59,24 @@ class OutboxRepository:
                 attempts=OutboxEntry.attempts + 1,
                 claimed_until=now + timedelta(seconds=claim_seconds),
             )
-        )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+            .returning(OutboxEntry)
+            .execution_options(synchronize_session=False)
+        ).one_or_none()
 
-    def mark_sent(self, entry: OutboxEntry, platform_message_ids: list[str]) -> None:
+    def mark_sent(self, outbox_id: int, platform_message_ids: list[str]) -> None:
         """The platform accepted the reply."""
-        entry.state = OutboxState.SENT
-        entry.platform_message_ids = platform_message_ids
-        entry.sent_at = utcnow()
-        entry.claimed_until = None
-        entry.last_error = None
-        self.session.flush()
+        self.session.execute(
+            update(OutboxEntry)
+            .where(OutboxEntry.id == outbox_id)
+            .values(
+                state=OutboxState.SENT,
+                platform_message_ids=platform_message_ids,
+                sent_at=utcnow(),
+                claimed_until=None,
+                last_error=None,
+            )
+            .execution_options(synchronize_session=False)
+        )
 
     def mark_retry(self, entry: OutboxEntry, error: str, *, delay_seconds: float) -> None:
         """Delivery failed but may work later."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import date
 
 from sqlalchemy.orm import Session
@@ -16,20 +18,26 @@ log = logging.getLogger(__name__)
 
 
 def restore_or_build(
-    db: Session, chat_session: ChatSession, inputs: PromptInputs, today: date
+    db: Session,
+    chat_session: ChatSession,
+    inputs: PromptInputs,
+    today: date,
+    *,
+    load_memory: Callable[[], Sequence[str]],
 ) -> str:
     """The session's system prompt, byte for byte as first built.
 
     It is rebuilt only when the session has none or what it was built from (model,
     toolset, persona, operator context) changed; compaction rebuilds it through
-    :func:`rebuild`.
+    :func:`rebuild`. Memory is read only when building: a restored prompt keeps the
+    snapshot it was built with.
     """
     fingerprint = prompt_fingerprint(inputs)
     if chat_session.system_prompt is not None and chat_session.prompt_fingerprint == fingerprint:
         return chat_session.system_prompt
     if chat_session.system_prompt is not None:
         log.info("system prompt inputs changed, rebuilding", extra={"session_id": chat_session.id})
-    return rebuild(db, chat_session, inputs, today)
+    return rebuild(db, chat_session, replace(inputs, memory=tuple(load_memory())), today)
 
 
 def rebuild(db: Session, chat_session: ChatSession, inputs: PromptInputs, today: date) -> str:

@@ -10,7 +10,9 @@ The same code runs on Postgres and SQLite (``INSERT ... ON CONFLICT DO UPDATE ..
 
 A holder that dies simply stops renewing; its lease expires and the next caller takes it
 over. Each call runs in its own short transaction, so no database transaction stays open
-while the lease is held (no idle-in-transaction during an LLM call).
+while the lease is held (no idle-in-transaction during an LLM call). Those commits are not
+waited to disk: a lease lost in a database crash is no worse than a holder that died, and
+the work it guards is idempotent on its own.
 
 Errors: a database error inside these functions propagates to the caller unchanged. Callers
 decide: the turn pipeline lets the task fail and the sweeper retries it; compaction treats
@@ -47,7 +49,7 @@ def acquire(
     factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
 ) -> bool:
     """Take (or extend) the lease; ``True`` when ``owner`` holds it afterwards."""
-    with transaction(factory) as db:
+    with transaction(factory, durable=False) as db:
         now = utcnow()
         insert = postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
         values = insert(_table).values(
@@ -73,7 +75,7 @@ def renew(
     factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
 ) -> bool:
     """Extend the caller's lease; ``False`` when someone else holds it now."""
-    with transaction(factory) as db:
+    with transaction(factory, durable=False) as db:
         result = db.execute(
             update(SessionLock)
             .where(
@@ -88,7 +90,7 @@ def renew(
 
 def release(factory: sessionmaker[Session], session_id: str, kind: str, owner: str) -> bool:
     """Drop the caller's lease; ``False`` (and nothing changed) for a non-holder."""
-    with transaction(factory) as db:
+    with transaction(factory, durable=False) as db:
         result = db.execute(
             delete(SessionLock).where(
                 SessionLock.session_id == session_id,

@@ -4,11 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import Row, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from agent_core.db.models import ChatSession, Message, MessageKind, SessionLock, TurnState
+from agent_core.db.models import (
+    ChatSession,
+    Message,
+    MessageKind,
+    SessionLock,
+    Tenant,
+    TurnState,
+)
+
+TRANSCRIPT_COLUMNS = (
+    Message.id,
+    Message.role,
+    Message.content,
+    Message.tool_calls,
+    Message.tool_call_id,
+    Message.name,
+    Message.speaker_id,
+    Message.speaker_name,
+    Message.token_count,
+)
+"""What a transcript row carries (see :mod:`agent_core.sessions.transcript`)."""
 
 
 class SessionRepository:
@@ -43,19 +64,65 @@ class SessionRepository:
             )
         )
 
-    def allocate_seq(self, session_id: str) -> int:
-        """The next arrival number of the session.
+    def allocate_seq(
+        self,
+        session_id: str,
+        *,
+        active_tokens: int = 0,
+        spent_tokens: int = 0,
+        last_prompt_tokens: int | None = None,
+    ) -> int:
+        """The next arrival number of the session, updating its token counters on the way.
 
         The UPDATE row-locks the session until commit, so numbers are handed out in
         commit order: a later number is never visible before an earlier one.
         """
+        values: dict[str, Any] = {
+            "next_seq": ChatSession.next_seq + 1,
+            "active_tokens": ChatSession.active_tokens + active_tokens,
+            "tokens_spent": ChatSession.tokens_spent + spent_tokens,
+        }
+        if last_prompt_tokens is not None:
+            values["last_prompt_tokens"] = last_prompt_tokens
         seq = self.session.execute(
             update(ChatSession)
             .where(ChatSession.id == session_id)
-            .values(next_seq=ChatSession.next_seq + 1)
+            .values(values)
             .returning(ChatSession.next_seq)
+            .execution_options(synchronize_session=False)
         ).scalar_one()
         return int(seq)
+
+    def load_turn(self, message_id: int) -> tuple[Message, ChatSession, str | None] | None:
+        """A message waiting for its turn, its session and its tenant's persona, in one query."""
+        row = self.session.execute(
+            select(Message, ChatSession, Tenant.persona)
+            .join(ChatSession, ChatSession.id == Message.session_id)
+            .join(Tenant, Tenant.id == ChatSession.tenant_id)
+            .where(Message.id == message_id, Message.turn_state == TurnState.PENDING)
+        ).first()
+        return (row[0], row[1], row[2]) if row is not None else None
+
+    def close_turn(self, message_id: int) -> bool:
+        """Mark a pending message answered; ``False`` when another run closed it first."""
+        result = self.session.execute(
+            update(Message)
+            .where(Message.id == message_id, Message.turn_state == TurnState.PENDING)
+            .values(turn_state=TurnState.DONE)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def pending_message_ids(self, session_id: str, *, limit: int) -> list[int]:
+        """The oldest waiting messages of the session, in arrival order."""
+        return list(
+            self.session.scalars(
+                select(Message.id)
+                .where(Message.session_id == session_id, Message.turn_state == TurnState.PENDING)
+                .order_by(Message.seq)
+                .limit(limit)
+            )
+        )
 
     def get_message(self, message_id: int) -> Message | None:
         """The message, or ``None``."""
@@ -67,15 +134,6 @@ class SessionRepository:
             select(Message).where(
                 Message.bot_id == bot_id, Message.platform_message_id == platform_message_id
             )
-        )
-
-    def next_pending_message(self, session_id: str) -> Message | None:
-        """The oldest message of the session still waiting for its turn."""
-        return self.session.scalar(
-            select(Message)
-            .where(Message.session_id == session_id, Message.turn_state == TurnState.PENDING)
-            .order_by(Message.seq)
-            .limit(1)
         )
 
     def has_pending(self, session_id: str) -> bool:
@@ -91,17 +149,20 @@ class SessionRepository:
             )
         )
 
-    def context_messages(
+    def context_rows(
         self, session_id: str, *, up_to_anchor: int | None = None
-    ) -> list[Message]:
-        """Active chat messages the model sees, in transcript order.
+    ) -> Sequence[Row[Any]]:
+        """Active chat messages the model sees, in transcript order, as light rows.
+
+        Only the columns a transcript needs are read (no ORM objects): this runs on every
+        turn over the whole active transcript.
 
         Args:
             session_id: the session.
             up_to_anchor: only messages placed at or before this position (a turn sees
                 what arrived before the message it answers, and the replies to it).
         """
-        query = select(Message).where(
+        query = select(*TRANSCRIPT_COLUMNS).where(
             Message.session_id == session_id,
             Message.archived.is_(False),
             Message.deleted.is_(False),
@@ -109,7 +170,7 @@ class SessionRepository:
         )
         if up_to_anchor is not None:
             query = query.where(Message.anchor_seq <= up_to_anchor)
-        return list(self.session.scalars(query.order_by(Message.anchor_seq, Message.seq)))
+        return self.session.execute(query.order_by(Message.anchor_seq, Message.seq)).all()
 
     def conversation(self, session_ids: Sequence[str], *, limit: int) -> list[Message]:
         """What people see of sessions: every kind, archived included; the last ``limit``."""

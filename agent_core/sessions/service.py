@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -18,6 +19,7 @@ from agent_core.db.models import (
     Message,
     MessageKind,
     OutboxEntry,
+    OutboxState,
     TurnState,
 )
 from agent_core.llm.model import Usage
@@ -119,7 +121,13 @@ def start_new_session(db: Session, conversation: Conversation) -> ChatSession:
 
 
 def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounter) -> RecordResult:
-    """Store a message once: a second copy with the same platform id changes nothing."""
+    """Store a message once: a second copy with the same platform id changes nothing.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a concurrent copy of the same platform message was
+            stored between the duplicate check and the insert; the caller rolls back and
+            calls again, which then finds the copy.
+    """
     conversation = incoming.conversation
     repo = SessionRepository.from_session(db)
     if incoming.platform_message_id is not None:
@@ -129,41 +137,36 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         if existing is not None:
             return RecordResult(existing.id, existing.session_id, True, False)
     chat_session = get_or_create_session(db, conversation)
-    try:
-        with db.begin_nested():
-            seq = repo.allocate_seq(chat_session.id)
-            kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
-            tokens = counter.count_message({"role": "user", "content": incoming.text})
-            message = Message(
-                session_id=chat_session.id,
-                bot_id=conversation.bot_id,
-                seq=seq,
-                anchor_seq=seq,
-                role="user",
-                kind=kind,
-                speaker_id=incoming.sender_id,
-                speaker_name=incoming.sender_name,
-                content=incoming.text,
-                platform_message_id=incoming.platform_message_id,
-                reply_to_platform_id=incoming.reply_to_platform_id,
-                turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
-                token_count=tokens,
-                token_encoding=counter.encoding_name,
-                meta=incoming.meta or {},
-            )
-            db.add(message)
-            db.flush()
-            if kind == MessageKind.CHAT:
-                chat_session.active_tokens += tokens
-    except IntegrityError:
-        # A concurrent copy of the same platform message won the insert.
-        assert incoming.platform_message_id is not None
-        existing = repo.get_message_by_platform_id(
-            conversation.bot_id, incoming.platform_message_id
+    kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
+    tokens = counter.count_message({"role": "user", "content": incoming.text})
+    seq = repo.allocate_seq(
+        chat_session.id, active_tokens=tokens if kind == MessageKind.CHAT else 0
+    )
+    message_id = db.execute(
+        insert(Message)
+        .values(
+            session_id=chat_session.id,
+            bot_id=conversation.bot_id,
+            seq=seq,
+            anchor_seq=seq,
+            role="user",
+            kind=kind,
+            speaker_id=incoming.sender_id,
+            speaker_name=incoming.sender_name,
+            content=incoming.text,
+            platform_message_id=incoming.platform_message_id,
+            reply_to_platform_id=incoming.reply_to_platform_id,
+            turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
+            token_count=tokens,
+            token_encoding=counter.encoding_name,
+            meta=incoming.meta or {},
+            archived=False,
+            deleted=False,
+            created_at=utcnow(),
         )
-        assert existing is not None
-        return RecordResult(existing.id, existing.session_id, True, False)
-    return RecordResult(message.id, chat_session.id, False, incoming.triggers)
+        .returning(Message.id)
+    ).scalar_one()
+    return RecordResult(int(message_id), chat_session.id, False, incoming.triggers)
 
 
 def record_edit(
@@ -218,55 +221,61 @@ def record_reply(
     kind: MessageKind = MessageKind.CHAT,
     usage: Usage | None = None,
     meta: dict[str, Any] | None = None,
-) -> OutboxEntry:
-    """Store the reply to ``trigger`` and queue its delivery, and close the trigger's turn.
+) -> int | None:
+    """Close the trigger's turn, store the reply and queue its delivery, all or nothing.
 
-    Raises:
-        sqlalchemy.exc.IntegrityError: the trigger already has a reply (another run of the
-            same turn won); the caller rolls back and keeps the existing one.
+    Returns the outbox id, or ``None`` when the turn was already closed by another run
+    (a redelivered task, or a worker that outlived its lease): that run's reply stands.
     """
     repo = SessionRepository.from_session(db)
-    seq = repo.allocate_seq(chat_session.id)
+    if not repo.close_turn(trigger.id):
+        return None
     tokens = counter.count_message({"role": "assistant", "content": text})
-    reply = Message(
-        session_id=chat_session.id,
-        bot_id=chat_session.bot_id,
-        seq=seq,
-        anchor_seq=trigger.anchor_seq,
-        role="assistant",
-        kind=kind,
-        content=text,
-        turn_state=TurnState.NONE,
-        token_count=tokens,
-        token_encoding=counter.encoding_name,
-        meta=meta or {},
+    seq = repo.allocate_seq(
+        chat_session.id,
+        active_tokens=tokens if kind == MessageKind.CHAT else 0,
+        spent_tokens=(usage.prompt_tokens + usage.completion_tokens) if usage else 0,
+        last_prompt_tokens=usage.prompt_tokens if usage else None,
     )
-    db.add(reply)
-    db.flush()
-    outbox = OutboxEntry(
-        session_id=chat_session.id,
-        bot_id=chat_session.bot_id,
-        trigger_message_id=trigger.id,
-        reply_message_id=reply.id,
-        platform=chat_session.platform,
-        chat_id=chat_session.chat_id,
-        thread_id=chat_session.thread_id,
-        reply_to_platform_id=trigger.platform_message_id,
-        text=text,
-        meta={"chat_type": chat_session.chat_type},
-    )
-    db.add(outbox)
-    trigger.turn_state = TurnState.DONE
-    if kind == MessageKind.CHAT:
-        chat_session.active_tokens += tokens
-    if usage is not None:
-        chat_session.last_prompt_tokens = usage.prompt_tokens
-        chat_session.tokens_spent += usage.prompt_tokens + usage.completion_tokens
-    db.flush()
-    return outbox
-
-
-def mark_turn_done(db: Session, trigger: Message) -> None:
-    """Close a trigger's turn without a reply (its reply exists already, or it was deleted)."""
-    trigger.turn_state = TurnState.DONE
-    db.flush()
+    now = utcnow()
+    reply_id = db.execute(
+        insert(Message)
+        .values(
+            session_id=chat_session.id,
+            bot_id=chat_session.bot_id,
+            seq=seq,
+            anchor_seq=trigger.anchor_seq,
+            role="assistant",
+            kind=kind,
+            content=text,
+            turn_state=TurnState.NONE,
+            token_count=tokens,
+            token_encoding=counter.encoding_name,
+            meta=meta or {},
+            archived=False,
+            deleted=False,
+            created_at=now,
+        )
+        .returning(Message.id)
+    ).scalar_one()
+    outbox_id = db.execute(
+        insert(OutboxEntry)
+        .values(
+            session_id=chat_session.id,
+            bot_id=chat_session.bot_id,
+            trigger_message_id=trigger.id,
+            reply_message_id=reply_id,
+            platform=chat_session.platform,
+            chat_id=chat_session.chat_id,
+            thread_id=chat_session.thread_id,
+            reply_to_platform_id=trigger.platform_message_id,
+            text=text,
+            state=OutboxState.PENDING,
+            attempts=0,
+            platform_message_ids=[],
+            meta={"chat_type": chat_session.chat_type, **(meta or {})},
+            created_at=now,
+        )
+        .returning(OutboxEntry.id)
+    ).scalar_one()
+    return int(outbox_id)

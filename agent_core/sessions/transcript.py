@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-from agent_core.db.models import Message
+from typing import Any, Protocol
 
 GROUP = "group"
 
 
-def speaker_label(message: Message) -> str:
+class TranscriptRow(Protocol):
+    """The fields of a stored message a transcript needs (an ORM object or a light row)."""
+
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+    speaker_id: str | None
+    speaker_name: str | None
+
+
+def speaker_label(message: TranscriptRow) -> str:
     """How a speaker is named in a group transcript."""
     return message.speaker_name or message.speaker_id or "someone"
 
 
-def to_chat_message(message: Message, *, chat_type: str) -> dict[str, Any]:
+def to_chat_message(message: TranscriptRow, *, chat_type: str) -> dict[str, Any]:
     """One stored message as an OpenAI chat message.
 
     In groups, user messages carry the speaker's name so the model (and any summary of
@@ -33,6 +43,6 @@ def to_chat_message(message: Message, *, chat_type: str) -> dict[str, Any]:
     return out
 
 
-def to_chat_messages(messages: Iterable[Message], *, chat_type: str) -> list[dict[str, Any]]:
+def to_chat_messages(messages: Iterable[TranscriptRow], *, chat_type: str) -> list[dict[str, Any]]:
     """Stored messages as a chat transcript, in the given order."""
     return [to_chat_message(m, chat_type=chat_type) for m in messages]

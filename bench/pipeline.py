@@ -1,0 +1,236 @@
+"""Pipeline benchmark: turns per second and Hubbub's own per-turn overhead.
+
+The fake provider answers at once, so everything measured is Hubbub: HTTP intake, the
+database, the queue, the worker, the model client, delivery. Two deployments:
+
+* ``redis``: ``hubbub gateway`` + one ``hubbub worker`` process on Postgres and Redis;
+* ``embedded``: ``hubbub up`` alone on its SQLite file.
+
+Per-turn overhead is read from the database: (reply delivered - message stored) minus the
+time the worker spent inside the model call, for turns sent one at a time (no queueing).
+Throughput sends a burst over many conversations and counts delivered replies.
+
+Usage: ``python -m bench.pipeline [--mode redis|embedded|both] [--turns N]``; prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+import agent_core  # noqa: F401  (offline tokenizer environment)
+from agent_core.db.migrations import upgrade_to_head
+from tests.fixtures.llm_server import LLMServerThread
+from tests.fixtures.services import ServiceProcess, free_port, wait_until
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "HUBBUB_BENCH_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("HUBBUB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+BENCH_DB = "hubbub_bench"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _fresh_postgres() -> str:
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)"))
+        conn.execute(text(f"CREATE DATABASE {BENCH_DB}"))
+    admin.dispose()
+    url = make_url(POSTGRES_ADMIN_URL).set(database=BENCH_DB).render_as_string(False)
+    upgrade_to_head(url)
+    return url
+
+
+def _env(home: Path, llm_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "HUBBUB_HOME": str(home),
+        "HUBBUB_MODEL": "openai/fake-model",
+        "HUBBUB_LLM_API_BASE": llm_url,
+        "HUBBUB_LLM_API_KEY": "sk-bench",
+        "HUBBUB_CONTEXT_LENGTH": "128000",
+        "HUBBUB_WORKER_METRICS_PORT": "0",
+        "HUBBUB_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
+def _wait_http(port: int) -> None:
+    def up() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(up, timeout=120, interval=0.2, what="gateway /healthz")
+
+
+def _overheads(db_url: str, since_id: int) -> list[float]:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT m.created_at, o.sent_at, o.meta FROM outbox o "
+                "JOIN messages m ON m.id = o.trigger_message_id "
+                "WHERE o.state = 'sent' AND m.id > :since ORDER BY m.id"
+            ),
+            {"since": since_id},
+        ).all()
+    engine.dispose()
+    out = []
+    for created, sent, meta in rows:
+        meta = json.loads(meta) if isinstance(meta, str) else meta
+        if isinstance(created, str):  # SQLite returns text
+            from datetime import datetime
+
+            created, sent = datetime.fromisoformat(created), datetime.fromisoformat(sent)
+        total_ms = (sent - created).total_seconds() * 1000
+        out.append(total_ms - float(meta.get("llm_ms", 0.0)))
+    return out
+
+
+def _sent_count(db_url: str) -> int:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        count = conn.execute(text("SELECT count(*) FROM outbox WHERE state = 'sent'")).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+def _max_message_id(db_url: str) -> int:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        value = conn.execute(text("SELECT coalesce(max(id), 0) FROM messages")).scalar_one()
+    engine.dispose()
+    return int(value)
+
+
+def _run(base_url: str, db_url: str, turns: int, burst: int, conversations: int) -> dict[str, Any]:
+    client = httpx.Client(base_url=base_url, timeout=60)
+    for i in range(20):  # warm-up: imports, connections, prompt build
+        client.post(f"/api/webchat/warm{i % 4}/messages", json={"text": "warm up"})
+    wait_until(lambda: _sent_count(db_url) >= 20, timeout=120, what="warm-up")
+
+    since = _max_message_id(db_url)
+    for i in range(turns):
+        before = _sent_count(db_url)
+        client.post("/api/webchat/sequential/messages", json={"text": f"turn {i}"})
+        wait_until(lambda b=before: _sent_count(db_url) > b, timeout=60, interval=0.002)
+    overheads = _overheads(db_url, since)
+
+    base = _sent_count(db_url)
+    started = time.perf_counter()
+
+    def send(i: int) -> None:
+        response = client.post(f"/api/webchat/burst{i % conversations}/messages", json={"text": f"b{i}"})
+        response.raise_for_status()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(send, range(burst)))
+    accepted = time.perf_counter() - started
+    wait_until(lambda: _sent_count(db_url) >= base + burst, timeout=600, interval=0.02)
+    elapsed = time.perf_counter() - started
+    client.close()
+    return {
+        "sequential_turns": len(overheads),
+        "overhead_ms_p50": round(statistics.median(overheads), 2),
+        "overhead_ms_p99": round(_percentile(overheads, 0.99), 2),
+        "overhead_ms_mean": round(statistics.fmean(overheads), 2),
+        "burst_turns": burst,
+        "burst_conversations": conversations,
+        "intake_messages_per_second": round(burst / accepted, 1),
+        "turns_per_second": round(burst / elapsed, 1),
+    }
+
+
+def bench_redis(llm_url: str, turns: int, burst: int, conversations: int) -> dict[str, Any]:
+    """Gateway + one worker process on Postgres and Redis."""
+    db_url = _fresh_postgres()
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as home:
+        env = _env(
+            Path(home), llm_url, HUBBUB_DATABASE_URL=db_url, HUBBUB_REDIS_URL=REDIS_URL,
+            HUBBUB_PORT=str(port),
+        )
+        gateway = ServiceProcess(["gateway"], env, "")
+        _wait_http(port)
+        worker = ServiceProcess(["worker"], env | {"HUBBUB_LOG_LEVEL": "INFO"}, "worker ready")
+        worker.wait_ready()
+        try:
+            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations)
+        finally:
+            worker.kill()
+            gateway.kill()
+    return {"deployment": "postgres+redis, 1 worker process", **result}
+
+
+def bench_embedded(llm_url: str, turns: int, burst: int, conversations: int) -> dict[str, Any]:
+    """``hubbub up`` alone on SQLite."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as home:
+        env = _env(Path(home), llm_url, HUBBUB_PORT=str(port))
+        service = ServiceProcess(["up"], env, "")
+        _wait_http(port)
+        db_url = f"sqlite:///{Path(home) / 'hubbub.db'}"
+        try:
+            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations)
+        finally:
+            service.kill()
+    return {"deployment": "embedded (SQLite, in-process turns)", **result}
+
+
+def main() -> None:
+    """Run the selected deployments and print one JSON document."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["redis", "embedded", "both"], default="both")
+    parser.add_argument("--turns", type=int, default=200, help="sequential turns for overhead")
+    parser.add_argument("--burst", type=int, default=1000, help="messages in the throughput burst")
+    parser.add_argument("--conversations", type=int, default=100)
+    args = parser.parse_args()
+    server = LLMServerThread()
+    fake = server.start()
+    results = []
+    try:
+        if args.mode in ("redis", "both"):
+            results.append(bench_redis(fake.base_url, args.turns, args.burst, args.conversations))
+        if args.mode in ("embedded", "both"):
+            results.append(bench_embedded(fake.base_url, args.turns, args.burst, args.conversations))
+    finally:
+        server.stop()
+    print(
+        json.dumps(
+            {
+                "benchmark": "pipeline",
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "fake_provider_latency_ms": 0,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
