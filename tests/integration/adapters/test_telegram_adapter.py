@@ -15,8 +15,7 @@ from telegram.error import BadRequest, Conflict, InvalidToken
 from adapters.base import BotConfig, DeliveryError, WebhookVerificationError
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
 from adapters.telegram import TelegramDeliverer, create_webhook
-from adapters.telegram import deliverer as deliverer_module
-from adapters.telegram import receiver as receiver_module
+from adapters.telegram import inbound as inbound_module
 from adapters.telegram.options import receive_options
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
@@ -111,7 +110,8 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         recorded.append(seconds)
         await real_sleep(0)
 
-    monkeypatch.setattr(deliverer_module.asyncio, "sleep", fake_sleep)
+    # The deliverer's module-level ``asyncio`` is the asyncio module: patch it for this test.
+    monkeypatch.setattr("adapters.telegram.deliverer.asyncio.sleep", fake_sleep)
     return recorded
 
 
@@ -452,14 +452,14 @@ class TestPolling:
         broken["message"]["text"] = "this one breaks the conversion"
         telegram.push_update(broken)
 
-        real = receiver_module.to_inbound
+        real = inbound_module.to_inbound
 
         def to_inbound(update: Any, *args: Any) -> Any:
             if update.message.text == "this one breaks the conversion":
                 raise ValueError("a bug in the conversion")
             return real(update, *args)
 
-        monkeypatch.setattr(receiver_module, "to_inbound", to_inbound)
+        monkeypatch.setattr("adapters.telegram.receiver.to_inbound", to_inbound)
         telegram.push_update(fresh(payload("private_text")))
         recorder = Recorder()
         listener = PollingListener(bot_config(telegram), recorder, poll_timeout=1)

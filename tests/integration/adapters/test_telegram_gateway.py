@@ -162,8 +162,8 @@ class TestPolling:
         second = retarget(payload("private_text"), chat)
         second["message"] |= {"message_id": 1366, "text": "thanks"}
         telegram.push_update(second)
-        sent = sent_to(telegram, chat, 2)
-        assert [s["text"] for s in sent] == [
+        both = sent_to(telegram, chat, 2)
+        assert [s["text"] for s in both] == [
             "echo: Hello! Can you summarise RFC 9110 in three bullets?",
             "echo: thanks",
         ]
@@ -428,8 +428,8 @@ class TestWebhook:
         follow_up = retarget(payload("private_text"), chat) | {"update_id": 700_000_003}
         follow_up["message"] |= {"message_id": 1400, "text": "next"}
         self.post(follow_up)
-        sent = sent_to(telegram, chat, 2)
-        assert [s["text"] for s in sent] == [sent[0]["text"], "echo: next"]
+        both = sent_to(telegram, chat, 2)
+        assert [s["text"] for s in both] == [sent["text"], "echo: next"]
         assert len([r for r in stored(self.gateway, chat) if r["role"] == "user"]) == 2
         assert len(fake_llm.chat_requests()) == 2
 
