@@ -18,8 +18,16 @@ from adapters.commands import parse_command
 from adapters.messages import ChatType, EventKind, InboundMessage
 
 PLATFORM = "discord"
-CONVERSATION_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-"""Messages people write; joins, pins, thread notices and the like are not conversation."""
+CONVERSATION_TYPES = frozenset(
+    {
+        discord.MessageType.default,
+        discord.MessageType.reply,
+        discord.MessageType.chat_input_command,
+        discord.MessageType.context_menu_command,
+    }
+)
+"""Messages people (and other bots' commands) write; joins, pins, thread notices and the
+like are not conversation."""
 _LEADING_MENTION = re.compile(r"^\s*<@[!&]?(?P<id>\d+)>\s*")
 
 

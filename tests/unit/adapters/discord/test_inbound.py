@@ -184,6 +184,14 @@ class TestNotForUs:
         assert inbound.sender_id == OTHER_BOT_ID
         assert inbound.addressed is True, "gating other bots is the intake's job"
 
+    def test_another_bots_command_output_is_context(self, parsed: Parsed) -> None:
+        payload = load_payload("message_create_bot_author")
+        payload["type"] = 20
+        payload["content"] = "It is 21°C in Berlin."
+        payload["mentions"] = []
+        inbound = converted(parsed, payload)
+        assert (inbound.sender_is_bot, inbound.addressed) == (True, False)
+
     def test_attachment_only_message_is_described(self, parsed: Parsed) -> None:
         assert converted(parsed, "message_create_attachment").text == "[attachment: error-log.txt]"
 
