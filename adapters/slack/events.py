@@ -195,7 +195,12 @@ class EventNormaliser:
         text = str(message.get("text") or "")
         if isinstance(previous, dict) and previous.get("text") == text:
             return None  # an unfurl, a reply count or a reaction changed, not the words
-        names = {identity.user_id: identity.name}
+        # Names already known only: an edit is not worth API calls while Slack waits.
+        names = {identity.user_id: identity.name} | {
+            user: known.name
+            for user in mentioned_users(text)
+            if (known := self._users.cached(user)) is not None
+        }
         readable = to_plain(strip_leading_mention(text, identity.user_id), names).strip()
         return InboundMessage(
             **self._base(

@@ -163,7 +163,7 @@ class TestTurn:
         self, client: httpx.Client, fake_slack: FakeSlack, fake_llm: FakeLLM, gateway: GatewayServer
     ) -> None:
         post_event(client, load_payload("message_channel"))
-        post_event(client, load_payload("message_non_latin") | {"event_id": "Ev0X"}, retry=None)
+        post_event(client, load_payload("message_non_latin"))
         lines = transcript(gateway)
         assert [(line["speaker"], line["chat"]) for line in lines][:1] == [
             ("Carol Chen", "C0GENERAL")
@@ -240,6 +240,22 @@ class TestTurn:
             "ratelimited",
             "ok",
         ]
+
+
+def test_dm_turn_on_both_databases(
+    db_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    gateway = gateway_factory(settings_from_env(slack_env(db_url, tmp_path, fake_llm, fake_slack)))
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        assert post_event(client, load_payload("message_im")).status_code == 200
+        assert post_event(client, load_payload("message_im"), retry=2).status_code == 200
+        (posted,) = wait_posted(fake_slack, 1)
+    assert posted["channel"] == "D0ALICE01"
+    assert [line["role"] for line in transcript(gateway)] == ["user", "assistant"]
 
 
 class TestVerification:
