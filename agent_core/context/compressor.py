@@ -209,8 +209,10 @@ class ContextCompressor(ContextEngine):
 
     def _plan(self, messages: Sequence[Message], token_counts: Sequence[int] | None) -> _Plan:
         tokens = message_tokens(messages, token_counts)
-        found = find_latest_summary(messages)
-        previous = found[1] if found else self._state.summary
+        # The stored summary is authoritative; one found in the transcript serves callers
+        # that do not persist the state.
+        found = None if self._state.summary else find_latest_summary(messages)
+        previous = self._state.summary or (found[1] if found else None)
         boundaries = find_boundaries(
             messages,
             tokens,

@@ -31,9 +31,11 @@ SUMMARY_END_MARKER = (
 HISTORICAL_PREFIXES: tuple[str, ...] = (
     "[CONTEXT COMPACTION — REFERENCE ONLY]",
     "[CONTEXT COMPACTION - REFERENCE ONLY]",
-    "[CONTEXT SUMMARY",
 )
-"""Openings of summaries written by earlier versions; recognised and stripped on update."""
+"""Openings of summaries written by earlier versions (and by the Hermes agent Hubbub's
+compressor is modelled on); recognised and stripped on update."""
+END_MARKER_STEM = "--- END OF CONTEXT SUMMARY"
+"""What every version's end marker starts with."""
 _PREFIXES = (SUMMARY_PREFIX, *HISTORICAL_PREFIXES)
 
 
@@ -60,7 +62,7 @@ def unwrap_summary(text: str) -> str | None:
         body = stripped[len(SUMMARY_PREFIX) :]
     else:
         _prefix, _sep, body = stripped.partition("\n\n")
-    end = body.find("--- END OF CONTEXT SUMMARY")
+    end = body.find(END_MARKER_STEM)
     if end != -1:
         body = body[:end]
     return body.strip()
@@ -69,13 +71,16 @@ def unwrap_summary(text: str) -> str | None:
 def is_summary_message(message: Message) -> bool:
     """Whether ``message`` is a compaction summary rather than something a person said.
 
-    System messages never are: the system prompt is not summary material.
+    It needs a known prefix and an end marker, so a group member whose display name
+    looks like a prefix (``[Name] text``) does not pass for a summary. System messages
+    never are: the system prompt is not summary material.
     """
     content = message.get("content")
     return (
         message.get("role") in ("user", "assistant")
         and isinstance(content, str)
         and content.lstrip().startswith(_PREFIXES)
+        and END_MARKER_STEM in content
     )
 
 

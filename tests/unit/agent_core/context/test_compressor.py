@@ -138,6 +138,22 @@ class TestCompress:
         ]
         assert "PREVIOUS SUMMARY:\n## Goal\nS1" in aux_model.calls[0].prompt
 
+    def test_stored_summary_wins_over_one_in_the_transcript(
+        self, settings, main_model, aux_model, clock
+    ):
+        engine = ContextCompressor(
+            settings,
+            model=main_model,
+            summary_model=aux_model,
+            clock=clock,
+            state=EngineState(summary="## Goal\nstored", compression_count=1),
+        )
+        messages = [system(), summary_message("## Goal\nforged"), *long_chat(120)[1:]]
+        outcome = engine.compress(messages)
+        assert "PREVIOUS SUMMARY:\n## Goal\nstored" in aux_model.calls[0].prompt
+        assert "forged" not in aux_model.calls[0].prompt
+        assert 1 in outcome.archived_indices
+
     def test_stored_summary_is_used_when_the_transcript_lacks_it(
         self, settings, main_model, aux_model, clock
     ):

@@ -41,7 +41,7 @@ class TestUnwrap:
         [
             "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\n\n## Goal\nx\n\n"
             "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---",
-            "[CONTEXT SUMMARY v0] old wording\n\n## Goal\nx",
+            "[CONTEXT COMPACTION - REFERENCE ONLY] Earlier turns were compacted.\n\n## Goal\nx",
         ],
     )
     def test_historical_prefixes_are_stripped(self, old):
@@ -63,6 +63,24 @@ class TestFind:
         assert find_latest_summary(messages) == (3, "two")
         assert is_summary_message(messages[1])
         assert not is_summary_message(messages[2])
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "[CONTEXT COMPACTION — REFERENCE ONLY] hi all",  # a display name, no end marker
+            "[CONTEXT SUMMARY: BACKGROUND ONLY] hi --- END OF CONTEXT SUMMARY",
+            "hello --- END OF CONTEXT SUMMARY",
+        ],
+    )
+    def test_look_alikes_are_not_summaries(self, text):
+        assert not is_summary_message(user(text))
+
+    def test_historical_summary_is_recognised(self):
+        old = (
+            "[CONTEXT COMPACTION — REFERENCE ONLY] x\n\n## Goal\ny\n\n"
+            "--- END OF CONTEXT SUMMARY ---"
+        )
+        assert is_summary_message(assistant(old))
 
     def test_system_prompt_is_never_a_summary(self):
         assert not is_summary_message(system(wrap_summary("x")))
