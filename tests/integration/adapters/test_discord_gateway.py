@@ -158,6 +158,21 @@ class TestConnection:
             await listener.run()
         assert fake.identifies == []
 
+    async def test_a_refused_message_content_intent_says_where_to_enable_it(
+        self, fake: FakeDiscord
+    ) -> None:
+        async def sink(_: InboundMessage) -> None:
+            raise AssertionError("unused")
+
+        fake.message_content_allowed = False
+        listener = DiscordListener(
+            BotConfig(platform="discord", token=fake.token, api_base=fake.base_url), sink
+        )
+        with pytest.raises(DiscordListenerError, match="Privileged Gateway Intents"):
+            await listener.run()
+        assert listener.client is not None
+        assert listener.client.is_closed()
+
 
 class TestMessages:
     async def test_channel_mention_thread_and_dm(self, fake: FakeDiscord, running: Running) -> None:
