@@ -19,8 +19,8 @@ from telegram.error import BadRequest, NetworkError, RetryAfter
 from adapters.base import BotConfig, InboundSink, Listener
 from adapters.telegram.client import build_bot, retry_after_seconds
 from adapters.telegram.inbound import BotIdentity
-from adapters.telegram.menu import publish_commands
 from adapters.telegram.receiver import ALLOWED_UPDATES, UpdateReceiver
+from adapters.telegram.startup import announce
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class PollingListener(Listener):
         try:
             await bot.initialize()
             await bot.delete_webhook(drop_pending_updates=False)
-            await publish_commands(bot)
+            await announce(bot, self.config)
             receiver = UpdateReceiver(self.config, self.sink, BotIdentity.from_user(bot.bot))
             log.info(
                 "Telegram long polling started",

@@ -19,9 +19,9 @@ from telegram.error import Forbidden, InvalidToken, TelegramError
 
 from adapters.base import BotConfig, InboundSink, Listener
 from adapters.telegram.client import build_bot
-from adapters.telegram.menu import publish_commands
 from adapters.telegram.options import ReceiveOptions
 from adapters.telegram.receiver import ALLOWED_UPDATES
+from adapters.telegram.startup import announce
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class WebhookRegistration(Listener):
         try:
             await bot.initialize()
             await self._register(bot)
-            await publish_commands(bot)
+            await announce(bot, self.config)
             while True:
                 await asyncio.sleep(self._check_interval)
                 await self._check(bot)

@@ -1,7 +1,9 @@
-"""Publish Hubbub's chat commands to Telegram's command menu (the ``/`` button).
+"""What a receiving bot does once connected: list its commands, check it can see groups.
 
 Telegram has no slash-command API like Discord's or Slack's: commands are plain text, and
-``setMyCommands`` only lists them so clients can offer completion.
+``setMyCommands`` only lists them so clients can offer completion. Bots are created with
+"privacy mode" on, which hides ordinary group messages from them; Hubbub then cannot keep
+the group's conversation as context, so it says so in the log.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import logging
 from telegram import Bot, BotCommand
 from telegram.error import TelegramError
 
+from adapters.base import BotConfig
+
 log = logging.getLogger(__name__)
 
 MENU: tuple[tuple[str, str], ...] = (
@@ -19,6 +23,23 @@ MENU: tuple[tuple[str, str], ...] = (
     ("usage", "How much of my context window this chat uses"),
     ("compress", "Summarise older messages now, optionally around a topic"),
 )
+
+
+async def announce(bot: Bot, config: BotConfig) -> None:
+    """Publish the command menu and warn about privacy mode; never fails.
+
+    ``bot`` must be initialised (its ``getMe`` result is read).
+    """
+    if not bot.bot.can_read_all_group_messages:
+        log.warning(
+            "Telegram privacy mode is on for @%s: in groups it only receives commands, "
+            "mentions and replies, so it cannot keep the rest of the conversation as "
+            "context. Turn it off with @BotFather (/setprivacy -> Disable) and re-add the "
+            "bot to its groups, or make it a group admin.",
+            bot.username,
+            extra={"bot": config.bot_name},
+        )
+    await publish_commands(bot)
 
 
 async def publish_commands(bot: Bot) -> None:

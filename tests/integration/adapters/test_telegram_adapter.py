@@ -489,6 +489,16 @@ class TestPolling:
         with pytest.raises(Conflict):
             await listener.run()
 
+    @pytest.mark.parametrize("privacy_mode", [True, False])
+    async def test_privacy_mode_is_reported(
+        self, telegram: FakeTelegram, caplog: pytest.LogCaptureFixture, privacy_mode: bool
+    ) -> None:
+        telegram.privacy_mode = privacy_mode
+        listener = PollingListener(bot_config(telegram), Recorder(), poll_timeout=1)
+        with caplog.at_level(logging.WARNING):
+            await run_until(listener, lambda: telegram.calls("getUpdates"), "the first poll")
+        assert ("privacy mode is on for @gw_bot" in caplog.text) is privacy_mode
+
     async def test_cancellation_closes_cleanly(self, telegram: FakeTelegram) -> None:
         listener = PollingListener(bot_config(telegram), Recorder(), poll_timeout=1)
         task = asyncio.create_task(listener.run())
