@@ -441,3 +441,52 @@ class TestHasContentToCompress:
     def test_summary_alone_in_the_middle_is_not_content(self, engine):
         messages = [system(), summary_message("old"), *long_chat(8)[1:]]
         assert not engine.has_content_to_compress(messages)
+
+
+class TestInPlaceWiring:
+    """The contract the database wiring relies on, played out on a list of rows."""
+
+    @staticmethod
+    def transcript(rows: list[dict], summary: str | None) -> tuple[list[dict], list[int | None]]:
+        """What the caller sends: system prompt, head rows, summary, remaining rows."""
+        active = [r for r in rows if not r["archived"]]
+        archived_ids = [r["id"] for r in rows if r["archived"]]
+        first_archived = min(archived_ids, default=None)
+        head = [r for r in active if first_archived is not None and r["id"] < first_archived]
+        rest = [r for r in active if r not in head]
+        messages = [system(), *(r["message"] for r in head)]
+        ids: list[int | None] = [None, *(r["id"] for r in head)]
+        if summary is not None:
+            messages.append(summary_message(summary))
+            ids.append(None)
+        messages += [r["message"] for r in rest]
+        ids += [r["id"] for r in rest]
+        return messages, ids
+
+    def test_two_compactions_with_messages_arriving_meanwhile(self, engine):
+        rows = [
+            {"id": i, "message": m, "archived": False} for i, m in enumerate(long_chat(120)[1:])
+        ]
+        for round_number in range(2):
+            messages, ids = self.transcript(rows, engine.state.summary)
+            outcome = engine.compress(messages)
+            assert outcome.applied
+            # Others keep talking while the summary is written.
+            arrived = long_chat(4)[1:]
+            rows += [
+                {"id": len(rows) + k, "message": m, "archived": False}
+                for k, m in enumerate(arrived)
+            ]
+            for index in outcome.archived_indices:
+                if ids[index] is not None:
+                    rows[ids[index]]["archived"] = True
+            for index, message in outcome.rewritten.items():
+                rows[ids[index]]["message"] = message
+            rebuilt, _ = self.transcript(rows, engine.state.summary)
+            assert rebuilt == outcome.messages + arrived, f"round {round_number}"
+            assert not any(r["archived"] for r in rows[-len(arrived) :])
+            rows += [
+                {"id": len(rows) + k, "message": m, "archived": False}
+                for k, m in enumerate(long_chat(120)[1:])
+            ]
+        assert engine.state.summary_version == 2
