@@ -6,11 +6,18 @@ The worker never opens a gateway connection: the deliverer logs a ``discord.Clie
 waits are discord.py's. A reply is converted to Discord Markdown and split under 2,000
 characters; in groups its first message references the message it answers, in threads it
 goes to the thread, and it never pings anyone but the person it answers.
+
+Not sending twice: 429s are waited out in place (up to 30 s each) rather than failing a
+half-sent reply; once part of a reply is out, any failure is final (see
+:func:`~adapters.discord.errors.delivery_error`); and every part carries a nonce derived
+from the outbox id, which Discord enforces, so a post whose answer was lost is not
+repeated by a later attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 
 import discord
@@ -36,6 +43,9 @@ TYPING_FAILURES: tuple[type[BaseException], ...] = (DeliveryError, *SEND_FAILURE
 
 MAX_RATE_LIMIT_WAIT_SECONDS = 30.0
 """Longest 429 ``retry_after`` waited out in place; longer ones go back to the outbox."""
+DELIVERY_BUDGET_SECONDS = 80.0
+"""Time one reply may take, 429 waits included; below the worker's 100 s send timeout, so
+the deliverer, which knows how much was sent, is the one that reports the failure."""
 REPLY_MENTIONS = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
@@ -87,11 +97,13 @@ class DiscordDeliverer(Deliverer):
             raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
         reference = _reference(channel, message)
         ids: list[str] = []
-        for index, chunk in enumerate(chunks):
-            try:
-                await self._send(channel, chunk, reference if index == 0 else None, ids)
-            except SEND_FAILURES as exc:
-                raise delivery_error(exc, sent=len(ids)) from exc
+        try:
+            async with asyncio.timeout(DELIVERY_BUDGET_SECONDS):
+                for index, chunk in enumerate(chunks):
+                    nonce = _nonce(message.delivery_id, index)
+                    await self._send(channel, chunk, reference if index == 0 else None, nonce, ids)
+        except SEND_FAILURES as exc:
+            raise delivery_error(exc, sent=len(ids)) from exc
         return ids
 
     async def send_typing(self, target: ChatTarget) -> None:
@@ -111,10 +123,11 @@ class DiscordDeliverer(Deliverer):
         channel: discord.PartialMessageable,
         chunk: str,
         reference: discord.MessageReference | None,
+        nonce: str,
         ids: list[str],
     ) -> None:
         try:
-            sent = await _post(channel, chunk, reference)
+            sent = await _post(channel, chunk, reference, nonce)
         except discord.HTTPException as exc:
             if not is_invalid_form(exc):
                 raise
@@ -125,7 +138,9 @@ class DiscordDeliverer(Deliverer):
                 extra={"channel_id": channel.id, "reason": describe(exc)},
             )
             for index, piece in enumerate(split_message(to_literal_text(chunk))):
-                literal = await _post(channel, piece, reference if index == 0 else None)
+                literal = await _post(
+                    channel, piece, reference if index == 0 else None, f"{nonce}L{index}"
+                )
                 ids.append(str(literal.id))
             return
         ids.append(str(sent.id))
@@ -156,11 +171,27 @@ class DiscordDeliverer(Deliverer):
 
 
 async def _post(
-    channel: discord.PartialMessageable, text: str, reference: discord.MessageReference | None
+    channel: discord.PartialMessageable,
+    text: str,
+    reference: discord.MessageReference | None,
+    nonce: str,
 ) -> discord.Message:
     if reference is None:
-        return await channel.send(text, allowed_mentions=REPLY_MENTIONS)
-    return await channel.send(text, reference=reference, allowed_mentions=REPLY_MENTIONS)
+        return await channel.send(text, allowed_mentions=REPLY_MENTIONS, nonce=nonce)
+    return await channel.send(
+        text, reference=reference, allowed_mentions=REPLY_MENTIONS, nonce=nonce
+    )
+
+
+def _nonce(delivery_id: str, index: int) -> str:
+    """The same for every attempt at the same part of the same reply (at most 25 chars).
+
+    discord.py sends it with ``enforce_nonce``, so Discord answers a repeated post of the
+    same part, within a few minutes, with the message it already created: a send whose
+    answer was lost (timeout, dropped connection) cannot show up twice.
+    """
+    digest = hashlib.blake2b(f"{delivery_id}:{index}".encode(), digest_size=10).hexdigest()
+    return f"h{digest}"
 
 
 def _reference(

@@ -145,6 +145,19 @@ class TestReplies:
         ]
         assert code_lines == code.split("\n"), "every code line arrives once, in order"
 
+    async def test_a_repeated_attempt_is_recognised_by_discord(
+        self, fake: FakeDiscord, deliverer: DiscordDeliverer
+    ) -> None:
+        text = "\n\n".join(["first part " * 150, "second part " * 150])
+        first = await deliverer.deliver(reply(text, delivery_id="77"))
+        again = await deliverer.deliver(reply(text, delivery_id="77"))
+        assert again == first
+        assert len(fake.sent_messages()) == 2
+        assert len({m.body["nonce"] for m in fake.sent_messages()}) == 2
+        assert all(m.body["enforce_nonce"] is True for m in fake.sent_messages())
+        await deliverer.deliver(reply(text, delivery_id="78"))
+        assert len(fake.sent_messages()) == 4, "another reply is another message"
+
     async def test_empty_reply_is_refused(self, deliverer: DiscordDeliverer) -> None:
         with pytest.raises(DeliveryError, match="empty") as caught:
             await deliverer.deliver(reply("  \n "))
