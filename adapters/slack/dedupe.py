@@ -58,10 +58,6 @@ class Ledger:
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
-    def __contains__(self, key: str) -> bool:
-        entry = self._entries.get(key)
-        return entry is not None and entry.expires >= self._clock()
-
     @asynccontextmanager
     async def attempt(self, key: str | None) -> AsyncIterator[bool]:
         """Yield ``True`` when the caller should do the work for ``key``.
