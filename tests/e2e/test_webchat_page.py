@@ -1,0 +1,107 @@
+"""The web chat page in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.fixtures.llm_server import FakeLLM
+from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is required for the page tests: apt-get install chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def _gateway(
+    tmp_path: Path,
+    sqlite_url: str,
+    fake: FakeLLM | None,
+    gateway_factory: Callable[..., GatewayServer],
+) -> GatewayServer:
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=fake)
+    return gateway_factory(settings_from_env(env))
+
+
+def test_chat_in_the_browser(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    gateway = _gateway(tmp_path, sqlite_url, fake_llm, gateway_factory)
+    page.goto(f"{gateway.base_url}/?c=browser-1")
+    expect(page.locator("#model")).to_contain_text("openai/fake-model")
+    expect(page.locator("#banner")).to_be_hidden()
+    page.fill("#text", "Hello from the browser")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.user")).to_have_text("Hello from the browser")
+    expect(page.locator(".msg.assistant")).to_have_text("echo: Hello from the browser")
+    expect(page.locator("#text")).to_have_value("")
+    page.reload()
+    expect(page.locator(".msg")).to_have_count(2)
+
+
+def test_commands_and_errors_are_shown(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    gateway = _gateway(tmp_path, sqlite_url, fake_llm, gateway_factory)
+    page.goto(f"{gateway.base_url}/?c=browser-2")
+    page.fill("#text", "/help")
+    page.click("#send")
+    expect(page.locator(".msg.command").last).to_contain_text("/new")
+    page.fill("#text", "x" * 32_001)
+    page.click("#send")
+    expect(page.locator("#error")).to_contain_text("limit is 32,000")
+    expect(page.locator("#text")).not_to_have_value("")
+
+
+def test_without_a_model_the_page_says_what_to_set(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    gateway = _gateway(tmp_path, sqlite_url, None, gateway_factory)
+    page.goto(f"{gateway.base_url}/?c=browser-3")
+    expect(page.locator("#banner")).to_be_visible()
+    expect(page.locator("#banner")).to_contain_text("HUBBUB_MODEL")
+    page.fill("#text", "anyone?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.notice")).to_contain_text("No model is configured")
