@@ -24,8 +24,18 @@ class BackgroundLoop:
         return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        """Run ``coro`` on the loop and wait for its result.
+
+        Raises:
+            TimeoutError: it took longer than ``timeout``; the coroutine is cancelled, so
+                nothing it would still do (send another chunk) happens behind our back.
+        """
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Start ``coro`` without waiting (fire and forget, for best-effort work)."""

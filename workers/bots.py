@@ -146,7 +146,8 @@ class BotDirectory:
                 raise KeyError(f"{bot.platform} bot {bot.name!r} has no credentials configured")
             return env
         secrets = self._box.open(bot.credentials) if bot.credentials else {}
-        options = dict(bot.settings or {})
+        # The deployment's public URL applies to every bot unless a bot sets its own.
+        options = {"public_url": self._settings.public_url, **(bot.settings or {})}
         return BotConfig(
             platform=bot.platform,
             bot_name=bot.name,

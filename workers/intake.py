@@ -126,7 +126,12 @@ class Intake:
 
     def _allowed(self, bot: BotRecord, inbound: InboundMessage) -> bool:
         config = self._bots.config(bot.id)
-        if config.allow_users and (inbound.sender_id or "") not in config.allow_users:
+        # A delete names no sender on some platforms; the message passed the check when stored.
+        if (
+            config.allow_users
+            and inbound.event != "delete"
+            and (inbound.sender_id or "") not in config.allow_users
+        ):
             return False
         return not (config.allow_chats and inbound.chat_id not in config.allow_chats)
 
