@@ -49,6 +49,7 @@ DEFAULT_TARGET_RATIO = 0.20
 DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_PROTECT_LAST_N = 20
 DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
+DEFAULT_CONTEXT_ENGINE = "compressor"
 
 CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 
@@ -62,6 +63,8 @@ class CompressionSettings:
     """The slice of settings the context engine needs."""
 
     enabled: bool = True
+    engine: str = DEFAULT_CONTEXT_ENGINE
+    """Which registered context engine runs (``compressor`` is built in)."""
     threshold: float = DEFAULT_COMPRESSION_RATIO
     hygiene_threshold: float = DEFAULT_HYGIENE_RATIO
     hard_message_limit: int = DEFAULT_HARD_MESSAGE_LIMIT
@@ -137,6 +140,7 @@ class Settings(BaseSettings):
     delivery_max_attempts: int = Field(DEFAULT_DELIVERY_MAX_ATTEMPTS, ge=1)
 
     compression_enabled: bool = True
+    compression_engine: str = DEFAULT_CONTEXT_ENGINE
     compression_threshold: float = Field(DEFAULT_COMPRESSION_RATIO, gt=0, lt=1)
     compression_hygiene_threshold: float = Field(DEFAULT_HYGIENE_RATIO, gt=0, lt=1)
     compression_hard_message_limit: int = Field(DEFAULT_HARD_MESSAGE_LIMIT, ge=10)
@@ -249,6 +253,7 @@ class Settings(BaseSettings):
         """Settings for the context engine."""
         return CompressionSettings(
             enabled=self.compression_enabled,
+            engine=self.compression_engine,
             threshold=self.compression_threshold,
             hygiene_threshold=self.compression_hygiene_threshold,
             hard_message_limit=self.compression_hard_message_limit,

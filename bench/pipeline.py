@@ -20,11 +20,11 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,10 @@ def _sent_count(db_url: str) -> int:
     return int(count)
 
 
+def _sent_more(db_url: str, before: int) -> bool:
+    return _sent_count(db_url) > before
+
+
 def _max_message_id(db_url: str) -> int:
     engine = create_engine(db_url)
     with engine.connect() as conn:
@@ -135,14 +139,16 @@ def _run(base_url: str, db_url: str, turns: int, burst: int, conversations: int)
     for i in range(turns):
         before = _sent_count(db_url)
         client.post("/api/webchat/sequential/messages", json={"text": f"turn {i}"})
-        wait_until(lambda b=before: _sent_count(db_url) > b, timeout=60, interval=0.002)
+        wait_until(partial(_sent_more, db_url, before), timeout=60, interval=0.002)
     overheads = _overheads(db_url, since)
 
     base = _sent_count(db_url)
     started = time.perf_counter()
 
     def send(i: int) -> None:
-        response = client.post(f"/api/webchat/burst{i % conversations}/messages", json={"text": f"b{i}"})
+        response = client.post(
+            f"/api/webchat/burst{i % conversations}/messages", json={"text": f"b{i}"}
+        )
         response.raise_for_status()
 
     with ThreadPoolExecutor(8) as pool:
@@ -170,7 +176,10 @@ def bench_redis(llm_url: str, turns: int, burst: int, conversations: int) -> dic
     port = free_port()
     with tempfile.TemporaryDirectory() as home:
         env = _env(
-            Path(home), llm_url, HUBBUB_DATABASE_URL=db_url, HUBBUB_REDIS_URL=REDIS_URL,
+            Path(home),
+            llm_url,
+            HUBBUB_DATABASE_URL=db_url,
+            HUBBUB_REDIS_URL=REDIS_URL,
             HUBBUB_PORT=str(port),
         )
         gateway = ServiceProcess(["gateway"], env, "")
@@ -215,7 +224,9 @@ def main() -> None:
         if args.mode in ("redis", "both"):
             results.append(bench_redis(fake.base_url, args.turns, args.burst, args.conversations))
         if args.mode in ("embedded", "both"):
-            results.append(bench_embedded(fake.base_url, args.turns, args.burst, args.conversations))
+            results.append(
+                bench_embedded(fake.base_url, args.turns, args.burst, args.conversations)
+            )
     finally:
         server.stop()
     print(

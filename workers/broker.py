@@ -12,6 +12,7 @@ from agent_core.config import Settings
 QUEUE = "hubbub"
 DRAIN_TASK = "hubbub.drain_session"
 DELIVER_TASK = "hubbub.deliver_reply"
+COMPACT_TASK = "hubbub.compact_session"
 
 
 def create_celery(settings: Settings) -> Celery:
@@ -56,3 +57,7 @@ class CeleryDispatcher:
     def kick_delivery(self, outbox_id: int) -> None:
         """Queue a delivery attempt."""
         self._app.send_task(DELIVER_TASK, args=[outbox_id], queue=QUEUE)
+
+    def kick_compaction(self, session_id: str) -> None:
+        """Queue a background compaction of the session."""
+        self._app.send_task(COMPACT_TASK, args=[session_id], queue=QUEUE)

@@ -1,4 +1,8 @@
-"""Chat commands (``/help``, ``/new``, ``/usage``): answered by the gateway, never by the model."""
+"""Chat commands: answered by the gateway, never by the model.
+
+``/help``, ``/new`` and ``/usage`` are answered here; ``/compress`` (alias ``/compact``)
+runs a compaction, so the turn runner handles it outside any database transaction.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,20 @@ from agent_core.sessions.service import Conversation, start_new_session
 
 
 @dataclass(frozen=True, slots=True)
+class ContextGauge:
+    """How full the session's context is, against the model's window and both thresholds."""
+
+    context_length: int
+    threshold_tokens: int
+    """Where the compressor starts (50 % of the usable window by default)."""
+    hygiene_threshold_tokens: int
+    """Where the pre-agent safety net starts (85 %)."""
+    used_tokens: int
+    measured: bool
+    """``used_tokens`` is the provider's count of the last prompt (else our own count)."""
+
+
+@dataclass(frozen=True, slots=True)
 class CommandContext:
     """What a command handler may use."""
 
@@ -19,8 +37,8 @@ class CommandContext:
     chat_session: ChatSession
     message: Message
     args: str
-    context_length: int | None
-    """The main model's window, when a model is configured."""
+    gauge: ContextGauge | None
+    """``None`` when no model is configured."""
 
 
 Handler = Callable[[CommandContext], str]
@@ -28,7 +46,7 @@ Handler = Callable[[CommandContext], str]
 
 def _help(_: CommandContext) -> str:
     lines = ["Commands:"]
-    lines += [f"/{name} — {summary}" for name, (summary, _h) in sorted(COMMANDS.items())]
+    lines += [f"/{name} — {summary}" for name, (summary, _h) in COMMANDS.items()]
     return "\n".join(lines)
 
 
@@ -50,22 +68,30 @@ def _new(ctx: CommandContext) -> str:
 
 def _usage(ctx: CommandContext) -> str:
     s = ctx.chat_session
-    used = s.last_prompt_tokens or s.active_tokens
-    lines = [f"Context: {used:,} tokens in use (last prompt as the provider counted it)."]
-    if ctx.context_length:
-        lines[0] = (
-            f"Context: {used:,} of {ctx.context_length:,} tokens ({used / ctx.context_length:.0%})."
-        )
-    lines.append(f"Transcript: {s.active_tokens:,} tokens in active messages.")
-    lines.append(f"Tokens spent in this session: {s.tokens_spent:,}.")
+    lines = []
+    gauge = ctx.gauge
+    if gauge is None:
+        lines.append("No model is configured, so there is no context window to measure.")
+    else:
+        source = "the provider's count of the last prompt" if gauge.measured else "estimated"
+        lines += [
+            f"Context: {gauge.used_tokens:,} of {gauge.context_length:,} tokens "
+            f"({gauge.used_tokens / gauge.context_length:.0%}, {source}).",
+            f"Compaction starts at {gauge.threshold_tokens:,} tokens; the safety net at "
+            f"{gauge.hygiene_threshold_tokens:,}.",
+        ]
+    lines.append(f"Transcript: {s.active_count:,} messages, {s.active_tokens:,} tokens.")
     lines.append(f"Compactions so far: {s.compaction_count}.")
+    lines.append(f"Tokens spent in this session: {s.tokens_spent:,}.")
     return "\n".join(lines)
 
 
-COMMANDS: dict[str, tuple[str, Handler]] = {
+COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "help": ("list the commands", _help),
     "new": ("start a fresh session (the old one is kept)", _new),
     "usage": ("show how much of the model's context window is in use", _usage),
+    "compress": ("summarise older turns now; add a topic to keep it in detail", None),
+    "compact": ("the same as /compress", None),
 }
 
 
@@ -75,6 +101,12 @@ def is_command(name: str | None) -> bool:
 
 
 def run_command(name: str, ctx: CommandContext) -> str:
-    """Answer a command; the text is the reply shown to the user."""
-    _summary, handler = COMMANDS[name.lower()]
+    """Answer a command that needs no model call; the text is the reply shown to the user.
+
+    Raises:
+        KeyError: ``name`` is not such a command (``/compress`` is run by the turn runner).
+    """
+    handler = COMMANDS[name.lower()][1]
+    if handler is None:
+        raise KeyError(name)
     return handler(ctx)

@@ -19,3 +19,7 @@ class Dispatcher(Protocol):
     def kick_delivery(self, outbox_id: int) -> None:
         """Make sure a due reply gets delivered."""
         ...
+
+    def kick_compaction(self, session_id: str) -> None:
+        """Compact the session in the background if it is over its line."""
+        ...

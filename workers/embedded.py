@@ -16,6 +16,7 @@ from sqlalchemy import delete
 from agent_core.db.engine import transaction
 from agent_core.db.models import SessionLock
 from agent_core.sessions import lock
+from workers.compaction import Trigger
 from workers.runtime import Runtime
 from workers.sweeper import sweep
 
@@ -31,6 +32,7 @@ class EmbeddedRunner:
             max_workers=runtime.settings.worker_concurrency, thread_name_prefix="hubbub-turn"
         )
         self._queued: set[str] = set()
+        self._compacting: set[str] = set()
         self._futures: set[Future[object]] = set()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -72,6 +74,19 @@ class EmbeddedRunner:
     def kick_delivery(self, outbox_id: int) -> None:
         """Schedule a delivery attempt."""
         self._submit(self._runtime.delivery.deliver, outbox_id)
+
+    def kick_compaction(self, session_id: str) -> None:
+        """Schedule a background compaction unless one is already waiting for this session."""
+        with self._lock:
+            if session_id in self._compacting:
+                return
+            self._compacting.add(session_id)
+        self._submit(self._compact, session_id)
+
+    def _compact(self, session_id: str) -> str:
+        with self._lock:
+            self._compacting.discard(session_id)
+        return self._runtime.turns.compactor.run(session_id, Trigger.BACKGROUND).outcome
 
     def _sweep_loop(self) -> None:
         interval = self._runtime.settings.sweep_interval_seconds

@@ -32,6 +32,35 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundCompaction:
+    """When recorded group chatter should start a compaction off the reply path.
+
+    A busy group piles up messages overnight with no turn to compact it; if nothing ran
+    between turns, the morning's first question would wait for one huge compaction. So a
+    message that brings the session's transcript over ``token_line`` (or the message
+    limit) rings for a background compaction, and it rings again every ``every_messages``
+    messages while the session stays over (a ring that found the lease busy is not lost).
+    """
+
+    token_line: int
+    message_line: int
+    every_messages: int = 50
+
+    def should_ring(self, tokens: int, previous_tokens: int, count: int) -> bool:
+        """Whether a message that grew the transcript should start a background compaction.
+
+        Args:
+            tokens: the active transcript's size after the message.
+            previous_tokens: its size before.
+            count: its number of messages after.
+        """
+        if previous_tokens < self.token_line <= tokens or count == self.message_line:
+            return True
+        over = tokens >= self.token_line or count >= self.message_line
+        return over and count % self.every_messages == 0
+
+
+@dataclass(frozen=True, slots=True)
 class Accepted:
     """The stored message and whether it will get a turn."""
 
@@ -82,12 +111,14 @@ class Intake:
         dispatcher: Dispatcher,
         *,
         max_message_chars: int,
+        background: BackgroundCompaction | None = None,
     ) -> None:
         self._factory = factory
         self._bots = bots
         self._counter = counter
         self._dispatcher = dispatcher
         self._max_chars = max_message_chars
+        self._background = background
 
     def accept(self, inbound: InboundMessage) -> Accepted | None:
         """Store the message (once) and schedule its turn.
@@ -122,6 +153,10 @@ class Intake:
         ).inc()
         if result.triggers:
             self._dispatcher.kick_session(result.session_id)
+        elif not result.duplicate and self._background is not None:
+            previous = result.active_tokens - result.message_tokens
+            if self._background.should_ring(result.active_tokens, previous, result.active_count):
+                self._dispatcher.kick_compaction(result.session_id)
         return Accepted(result.message_id, result.session_id, result.duplicate, result.triggers)
 
     def _allowed(self, bot: BotRecord, inbound: InboundMessage) -> bool:

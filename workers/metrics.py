@@ -33,6 +33,11 @@ LLM_SECONDS = Histogram(
 )
 LLM_TOKENS = Counter("hubbub_llm_tokens_total", "Tokens the provider reported, by kind.", ["kind"])
 ERRORS = Counter("hubbub_errors_total", "Errors, by kind.", ["kind"])
+COMPACTIONS = Counter(
+    "hubbub_compactions_total",
+    "Compactions applied, by trigger and strategy.",
+    ["trigger", "strategy"],
+)
 DELIVERIES = Counter(
     "hubbub_deliveries_total", "Reply deliveries, by platform and outcome.", ["platform", "outcome"]
 )

@@ -10,18 +10,38 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.config import Settings
+from agent_core.context import compute_threshold_tokens
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory
-from agent_core.llm.litellm_model import LiteLLMModel
+from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.tokens import TokenCounter
 from workers.bots import BotDirectory
+from workers.compaction import background_line
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
-from workers.intake import Intake
+from workers.intake import BackgroundCompaction, Intake
+from workers.models import ModelSet
 from workers.turns import TurnRunner
 
 log = logging.getLogger(__name__)
+
+
+def background_compaction(settings: Settings, models: ModelSet) -> BackgroundCompaction | None:
+    """The background-compaction rule for this deployment's model, if compaction is on."""
+    if not settings.compression.enabled:
+        return None
+    try:
+        model = models.main()
+    except ConfigError:
+        return None
+    threshold = compute_threshold_tokens(
+        model.context_length, settings.compression.threshold, model.max_output_tokens
+    )
+    return BackgroundCompaction(
+        token_line=background_line(threshold),
+        message_line=settings.compression.hard_message_limit,
+    )
 
 
 class Runtime:
@@ -53,12 +73,9 @@ class Runtime:
             self.factory, self.bots, max_attempts=settings.delivery_max_attempts
         )
         self.stopping = threading.Event()
+        self.models = ModelSet(settings, main=model_factory)
         self.turns = TurnRunner(
-            settings,
-            self.factory,
-            self.delivery,
-            model_factory or (lambda: LiteLLMModel(settings.llm)),
-            stopping=self.stopping,
+            settings, self.factory, self.delivery, self.models, stopping=self.stopping
         )
         self.dispatcher = dispatcher_factory(self)
         self.turns.dispatcher = self.dispatcher
@@ -68,6 +85,7 @@ class Runtime:
             self.counter,
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
+            background=background_compaction(settings, self.models),
         )
 
     def close(self) -> None:

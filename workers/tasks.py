@@ -11,7 +11,8 @@ from prometheus_client import start_http_server
 
 from agent_core.logs import configure_logging
 from workers.app import app
-from workers.broker import DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
+from workers.broker import COMPACT_TASK, DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
+from workers.compaction import Trigger
 from workers.runtime import Runtime
 from workers.sweeper import sweep
 
@@ -43,6 +44,12 @@ def drain_session(session_id: str) -> int:
 def deliver_reply(outbox_id: int) -> bool:
     """Deliver one queued reply if it is due."""
     return runtime().delivery.deliver(outbox_id)
+
+
+@app.task(name=COMPACT_TASK)
+def compact_session(session_id: str) -> str:
+    """Compact a session off the reply path (busy group threads between turns)."""
+    return runtime().turns.compactor.run(session_id, Trigger.BACKGROUND).outcome
 
 
 def _sweep_loop() -> None:

@@ -1,7 +1,9 @@
 """The turn pipeline: take a session's waiting messages in order and answer each one.
 
-For each triggering message: restore the frozen prompt, build a fresh agent, call the
-model (outside any database transaction), store the reply and its outbox entry in one
+For each triggering message: restore the frozen prompt, build a fresh agent and engine,
+run session hygiene and the preflight check (compacting under the session's lease when
+needed), call the model outside any database transaction (compacting and retrying on a
+context overflow), store the reply, its outbox entry and the engine state in one
 transaction, deliver it. A message's reply is unique in the outbox, so a turn that runs
 twice (a redelivered task, a worker killed mid-turn) ends with exactly one reply.
 """
@@ -9,50 +11,62 @@ twice (a redelivered task, a worker killed mid-turn) ends with exactly one reply
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
-from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.agent import Agent, TurnReply
+from agent_core.compaction.service import Transcript, engine_state, store_engine_state
 from agent_core.config import Settings
+from agent_core.context import (
+    ContextEngine,
+    DecisionReason,
+    EngineState,
+    post_response_tokens,
+    repair_tool_pairs,
+)
+from agent_core.context.hygiene import hygiene_threshold_tokens
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, MessageKind
-from agent_core.errors import ConfigError, ProviderError
+from agent_core.errors import ConfigError, ContextOverflow, ProviderError
 from agent_core.llm.model import ChatModel
-from agent_core.memory.repository import MemoryRepository
-from agent_core.prompt.builder import PromptInputs
 from agent_core.prompt.service import restore_or_build
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
-from agent_core.sessions.transcript import to_chat_messages
-from agent_core.tokens import TokenCounter
+from agent_core.tokens import TokenCounter, estimate_request_tokens_rough
 from workers import metrics
-from workers.commands import CommandContext, run_command
+from workers.commands import CommandContext, ContextGauge, run_command
+from workers.compaction import CompactionReport, Compactor, Trigger
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.models import ModelSet
+from workers.prompting import PromptAssembler
 
 log = logging.getLogger(__name__)
 
-ModelFactory = Callable[[], ChatModel]
-
 PENDING_BATCH = 20
 """Waiting messages fetched per query while draining a session."""
+MAX_OVERFLOW_RECOVERIES = 3
+"""Compress-and-retry rounds after the provider says the prompt does not fit."""
+INEFFECTIVE_NOTICE_KEY = "ineffective_notified"
 
 NO_MODEL_NOTICE = (
     "No model is configured, so I cannot answer yet. The operator needs to set HUBBUB_MODEL "
     "(any litellm model string, e.g. openai/gpt-4o-mini) and the provider's API key "
     "(HUBBUB_LLM_API_KEY or the provider's usual variable), then restart Hubbub."
+)
+OVERFLOW_DISABLED_NOTICE = (
+    "This conversation no longer fits the model's context window, and automatic compaction "
+    "is turned off here, so nothing was compacted. Use /compress to summarise older turns, "
+    "/new to start a fresh session, or switch to a model with a larger window."
+)
+INEFFECTIVE_NOTICE = (
+    "Automatic compaction has stopped: the last compactions saved too little. Use "
+    "/compress <topic> to summarise with a focus, or /new to start a fresh session."
 )
 
 
@@ -67,19 +81,26 @@ def provider_notice(error: ProviderError) -> str:
     return f"Sorry, I could not answer: {reason}. Please try again in a moment."
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """Everything a turn needs once the database work before the model call is done."""
+def aborted_notice(report: CompactionReport) -> str:
+    """The one-line warning shown when a compaction stopped with nothing dropped."""
+    reason = report.result.detail if report.result is not None else ""
+    return (
+        f"⚠️ Compacting this conversation failed ({reason or 'summary model unavailable'}); "
+        "nothing was dropped. Use /compress to try again."
+    )
+
+
+@dataclass(slots=True)
+class _Turn:
+    """Everything a turn carries between its steps."""
 
     message: Message
     chat_session: ChatSession
     system_prompt: str
-    transcript: list[dict[str, Any]]
-
-
-def worker_identity() -> str:
-    """A lease owner name that says which process holds it."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    transcript: Transcript
+    state: EngineState
+    summary_version: int
+    notices: list[str]
 
 
 class TurnRunner:
@@ -90,18 +111,21 @@ class TurnRunner:
         settings: Settings,
         factory: sessionmaker[Session],
         delivery: DeliveryService,
-        model_factory: ModelFactory,
+        models: ModelSet,
         *,
         stopping: threading.Event,
     ) -> None:
         self._settings = settings
         self._factory = factory
         self._delivery = delivery
-        self._model_factory = model_factory
+        self._models = models
         self._stopping = stopping
         self._counter = TokenCounter.for_model(settings.model)
-        self._context_files: tuple[tuple[str, str], ...] | None = None
+        self.prompts = PromptAssembler(settings)
+        self.compactor = Compactor(settings, factory, self._counter, models, self.prompts)
         self.dispatcher: Dispatcher | None = None
+
+    # -- draining ---------------------------------------------------------------------
 
     def drain(self, session_id: str) -> int:
         """Answer the session's waiting messages in arrival order; returns how many.
@@ -112,7 +136,7 @@ class TurnRunner:
         processed = 0
         lease = self._settings.turn_lease_seconds
         while True:
-            owner = worker_identity()
+            owner = lock.owner_identity()
             with lock.held(self._factory, session_id, lock.TURN, owner, lease) as keeper:
                 if keeper is None:
                     return processed
@@ -142,63 +166,234 @@ class TurnRunner:
         with transaction(self._factory) as db:
             return SessionRepository.from_session(db).has_pending(session_id)
 
+    # -- one turn ---------------------------------------------------------------------
+
     def run_turn(self, message_id: int) -> None:
         """Answer one message (idempotent: a message already answered is left alone)."""
         started = time.perf_counter()
-        outbox_id, prepared = self._before_model(message_id)
         llm_seconds = 0.0
-        if prepared is not None:
-            reply, notice = self._call_model(prepared)
-            if reply is not None:
-                llm_seconds = reply.llm_seconds
-                outbox_id = self._store_reply(prepared, reply.text, MessageKind.CHAT, reply)
-                metrics.TURNS.labels("reply").inc()
-            else:
-                outbox_id = self._store_reply(prepared, notice, MessageKind.NOTICE, None)
-                metrics.TURNS.labels("provider_error").inc()
+        outbox_id, turn = self._begin(message_id)
+        if turn is not None:
+            outbox_id, llm_seconds = self._answer(turn)
         if outbox_id is not None:
             self._delivery.deliver(outbox_id)
         elapsed = time.perf_counter() - started
         metrics.TURN_SECONDS.observe(elapsed)
         metrics.TURN_OVERHEAD_SECONDS.observe(max(elapsed - llm_seconds, 0.0))
 
-    def _before_model(self, message_id: int) -> tuple[int | None, _Prepared | None]:
-        # Not waited to disk (see _store_reply); a lost prompt build is simply redone.
+    def _begin(self, message_id: int) -> tuple[int | None, _Turn | None]:
+        """Load the turn; commands and configuration errors are answered right here."""
+        # Not waited to disk (see _store); a lost prompt build is simply redone.
         with transaction(self._factory, durable=False) as db:
             repo = SessionRepository.from_session(db)
             loaded = repo.load_turn(message_id)
             if loaded is None:
                 return None, None
             message, chat_session, persona = loaded
-            if message.kind == MessageKind.COMMAND:
-                text = self._command_reply(db, chat_session, message)
+            command = str(message.meta.get("command", "")) if message.kind == "command" else ""
+            try:
+                model = self._models.main()
+            except ConfigError:
+                model = None
+            if command and command not in ("compress", "compact"):
+                text = run_command(command, self._command_context(db, chat_session, message, model))
                 metrics.TURNS.labels("command").inc()
                 return self._record(db, chat_session, message, text, MessageKind.COMMAND), None
-            try:
-                model = self._model_factory()
-            except ConfigError:
+            if model is None:
                 metrics.TURNS.labels("config_error").inc()
                 metrics.ERRORS.labels("no_model").inc()
                 notice = self._record(
                     db, chat_session, message, NO_MODEL_NOTICE, MessageKind.NOTICE
                 )
                 return notice, None
-            inputs = self._prompt_inputs(chat_session, model, persona)
             system_prompt = restore_or_build(
                 db,
                 chat_session,
-                inputs,
-                self._today(),
-                load_memory=lambda: MemoryRepository.from_session(db).snapshot(
-                    chat_session.tenant_id, chat_session.bot_id
-                ),
+                self.prompts.inputs(chat_session, model, persona),
+                self.prompts.today(),
+                load_memory=lambda: self.prompts.memory(db, chat_session),
             )
-            transcript = to_chat_messages(
-                repo.context_rows(chat_session.id, up_to_anchor=message.anchor_seq),
-                chat_type=chat_session.chat_type,
+            loaded_transcript = self.compactor.load(
+                db, chat_session.id, up_to_anchor=message.anchor_seq
             )
+            assert loaded_transcript is not None
+            transcript, state, version, _ = loaded_transcript
+        if command:
+            return self._compress_command(message, chat_session, model), None
         self._delivery.typing(chat_session)
-        return None, _Prepared(message, chat_session, system_prompt, transcript)
+        return None, _Turn(message, chat_session, system_prompt, transcript, state, version, [])
+
+    def _answer(self, turn: _Turn) -> tuple[int | None, float]:
+        """Keep the context in bounds, call the model, store the reply; (outbox id, LLM s)."""
+        model = self._models.main()
+        engine = self.compactor.engine(model, turn.state)
+        if self._settings.compression.enabled:
+            self._hygiene(turn, engine, model)
+            self._preflight(turn, model)
+        reply, notice = self._call_model(turn, model)
+        if reply is None:
+            metrics.TURNS.labels("provider_error").inc()
+            return self._store(turn, notice, MessageKind.NOTICE, None, model), 0.0
+        metrics.TURNS.labels("reply").inc()
+        return self._store(turn, reply.text, MessageKind.CHAT, reply, model), reply.llm_seconds
+
+    def _hygiene(self, turn: _Turn, engine: ContextEngine, model: ChatModel) -> None:
+        """The pre-agent safety net: over 85 % of the window or the message limit."""
+        settings = self._settings.compression
+        tokens = self._prompt_tokens(turn)
+        over_limit = len(turn.transcript.messages) >= settings.hard_message_limit
+        if over_limit or tokens >= hygiene_threshold_tokens(engine):
+            self._compact(turn, Trigger.HYGIENE, model)
+
+    def _preflight(self, turn: _Turn, model: ChatModel) -> None:
+        """Compact before the call when the request would cross the compressor threshold."""
+        engine = self.compactor.engine(model, turn.state)
+        rough = estimate_request_tokens_rough(turn.transcript.messages)
+        if engine.should_defer_preflight(rough):
+            return
+        decision = engine.should_compress(self._prompt_tokens(turn))
+        if decision:
+            self._compact(turn, Trigger.PREFLIGHT, model)
+        elif decision.reason is DecisionReason.INEFFECTIVE:
+            self._warn_ineffective_once(turn)
+
+    def _prompt_tokens(self, turn: _Turn) -> int:
+        """The exact size of the next request: stored counts plus the system prompt."""
+        return turn.transcript.tokens + self._counter.count_text(turn.system_prompt)
+
+    def _compact(
+        self, turn: _Turn, trigger: Trigger, model: ChatModel, *, wait_seconds: float = 0.0
+    ) -> CompactionReport:
+        report = self.compactor.run(
+            turn.chat_session.id,
+            trigger,
+            up_to_anchor=turn.message.anchor_seq,
+            wait_seconds=wait_seconds,
+        )
+        if report.aborted:
+            turn.notices.append(aborted_notice(report))
+        if report.applied or report.outcome != "busy":
+            self._reload(turn)
+        return report
+
+    def _reload(self, turn: _Turn) -> None:
+        """Read the transcript, state and prompt again after a compaction."""
+        with transaction(self._factory, durable=False) as db:
+            loaded = self.compactor.load(
+                db, turn.chat_session.id, up_to_anchor=turn.message.anchor_seq
+            )
+        if loaded is None:
+            return
+        turn.transcript, turn.state, turn.summary_version, prompt = loaded
+        turn.system_prompt = prompt or turn.system_prompt
+
+    def _warn_ineffective_once(self, turn: _Turn) -> None:
+        with transaction(self._factory, durable=False) as db:
+            chat_session = SessionRepository.from_session(db).get(turn.chat_session.id)
+            if chat_session is None:
+                return
+            marker = chat_session.compaction_count
+            if (chat_session.context_state or {}).get(INEFFECTIVE_NOTICE_KEY) == marker:
+                return
+            chat_session.context_state = {
+                **(chat_session.context_state or {}),
+                INEFFECTIVE_NOTICE_KEY: marker,
+            }
+        turn.notices.append(INEFFECTIVE_NOTICE)
+
+    def _call_model(self, turn: _Turn, model: ChatModel) -> tuple[TurnReply | None, str]:
+        """The model's reply, or ``None`` and the notice to send instead.
+
+        A context-overflow error compacts and retries (at most three times); with
+        compaction turned off the user is told, and nothing is compacted behind their back.
+        """
+        for attempt in range(MAX_OVERFLOW_RECOVERIES + 1):
+            agent = Agent(model, system_prompt=turn.system_prompt)
+            try:
+                reply = agent.respond(repair_tool_pairs(turn.transcript.messages).messages)
+            except ContextOverflow as error:
+                metrics.ERRORS.labels("ContextOverflow").inc()
+                if not self._settings.compression.enabled:
+                    return None, OVERFLOW_DISABLED_NOTICE
+                if attempt == MAX_OVERFLOW_RECOVERIES:
+                    return None, provider_notice(error)
+                report = self._compact(
+                    turn,
+                    Trigger.OVERFLOW,
+                    model,
+                    wait_seconds=self._settings.compression_lease_seconds,
+                )
+                if not report.applied:
+                    return None, provider_notice(error)
+                continue
+            except ProviderError as error:
+                metrics.ERRORS.labels(type(error).__name__).inc()
+                log.warning(
+                    "model call failed",
+                    extra={
+                        "session_id": turn.chat_session.id,
+                        "error": type(error).__name__,
+                        "status": error.status_code,
+                        "reason": error.message,
+                    },
+                )
+                return None, provider_notice(error)
+            metrics.LLM_SECONDS.observe(reply.llm_seconds)
+            if reply.usage is not None:
+                metrics.LLM_TOKENS.labels("prompt").inc(reply.usage.prompt_tokens)
+                metrics.LLM_TOKENS.labels("completion").inc(reply.usage.completion_tokens)
+            return reply, ""
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _store(
+        self,
+        turn: _Turn,
+        text: str,
+        kind: MessageKind,
+        reply: TurnReply | None,
+        model: ChatModel,
+    ) -> int | None:
+        """Store the reply with the engine's judgement of the provider's real usage.
+
+        Not waited to disk: if a crash loses it, the message is still pending and its turn
+        runs again; the durable delivery claim that follows flushes it first, so a reply is
+        never sent for a turn the database forgot.
+        """
+        compact_later = False
+        with transaction(self._factory, durable=False) as db:
+            chat_session = SessionRepository.from_session(db).get(
+                turn.chat_session.id, for_update=True
+            )
+            if chat_session is None:
+                return None
+            outbox_id = self._record(
+                db, chat_session, turn.message, text, kind, reply, notices=turn.notices
+            )
+            if outbox_id is not None and reply is not None:
+                compact_later = self._judge_usage(chat_session, turn, reply, model)
+        if compact_later and self.dispatcher is not None:
+            self.dispatcher.kick_compaction(turn.chat_session.id)
+        return outbox_id
+
+    def _judge_usage(
+        self, chat_session: ChatSession, turn: _Turn, reply: TurnReply, model: ChatModel
+    ) -> bool:
+        """Feed the provider's real prompt size to the engine; True when it asks to compact.
+
+        If a compaction committed while the model was answering, this usage measured the
+        transcript before it and says nothing about the new one, so it is not applied.
+        """
+        if chat_session.summary_version != turn.summary_version:
+            return False
+        engine = self.compactor.engine(model, engine_state(chat_session))
+        engine.update_from_response(reply.usage)
+        store_engine_state(chat_session, engine.state)
+        if not self._settings.compression.enabled:
+            return False
+        tokens = post_response_tokens(
+            engine, turn.transcript.messages, system_prompt=turn.system_prompt
+        )
+        return bool(engine.should_compress(tokens))
 
     def _record(
         self,
@@ -208,6 +403,8 @@ class TurnRunner:
         text: str,
         kind: MessageKind,
         reply: TurnReply | None = None,
+        *,
+        notices: list[str] | None = None,
     ) -> int | None:
         meta: dict[str, Any] = {}
         if reply is not None:
@@ -221,77 +418,83 @@ class TurnRunner:
             kind=kind,
             usage=reply.usage if reply is not None else None,
             meta=meta,
+            notices=notices or (),
         )
 
-    def _call_model(self, prepared: _Prepared) -> tuple[TurnReply | None, str]:
-        """The model's reply, or ``None`` and the notice to send instead."""
-        agent = Agent(self._model_factory(), system_prompt=prepared.system_prompt)
-        try:
-            reply = agent.respond(prepared.transcript)
-        except ProviderError as error:
-            metrics.ERRORS.labels(type(error).__name__).inc()
-            log.warning(
-                "model call failed",
-                extra={
-                    "session_id": prepared.chat_session.id,
-                    "error": type(error).__name__,
-                    "status": error.status_code,
-                    "reason": error.message,
-                },
+    # -- commands ---------------------------------------------------------------------
+
+    def _command_context(
+        self, db: Session, chat_session: ChatSession, message: Message, model: ChatModel | None
+    ) -> CommandContext:
+        gauge = None
+        if model is not None:
+            engine = self.compactor.engine(model, engine_state(chat_session))
+            gauge = ContextGauge(
+                context_length=engine.context_length,
+                threshold_tokens=engine.threshold_tokens,
+                hygiene_threshold_tokens=hygiene_threshold_tokens(engine),
+                used_tokens=engine.last_prompt_tokens
+                or chat_session.active_tokens
+                + self._counter.count_text(chat_session.system_prompt or ""),
+                measured=engine.last_prompt_tokens > 0,
             )
-            return None, provider_notice(error)
-        metrics.LLM_SECONDS.observe(reply.llm_seconds)
-        if reply.usage is not None:
-            metrics.LLM_TOKENS.labels("prompt").inc(reply.usage.prompt_tokens)
-            metrics.LLM_TOKENS.labels("completion").inc(reply.usage.completion_tokens)
-        return reply, ""
-
-    def _store_reply(
-        self, prepared: _Prepared, text: str, kind: MessageKind, reply: TurnReply | None
-    ) -> int | None:
-        # Not waited to disk: if a crash loses it, the message is still pending and its turn
-        # runs again; the durable delivery claim that follows flushes it first, so a reply
-        # is never sent for a turn the database forgot.
-        with transaction(self._factory, durable=False) as db:
-            return self._record(db, prepared.chat_session, prepared.message, text, kind, reply)
-
-    def _command_reply(self, db: Session, chat_session: ChatSession, message: Message) -> str:
-        name = str(message.meta.get("command", ""))
-        try:
-            context_length: int | None = self._model_factory().context_length
-        except ConfigError:
-            context_length = None
-        ctx = CommandContext(
+        return CommandContext(
             db=db,
             chat_session=chat_session,
             message=message,
             args=str(message.meta.get("command_args", "")),
-            context_length=context_length,
-        )
-        return run_command(name, ctx)
-
-    def _prompt_inputs(
-        self, chat_session: ChatSession, model: ChatModel, persona: str | None
-    ) -> PromptInputs:
-        return PromptInputs(
-            persona=persona or self._settings.persona,
-            model=model.name,
-            platform=chat_session.platform,
-            chat_type=chat_session.chat_type,
-            session_id=chat_session.id,
-            context_length=model.context_length,
-            instructions=self._settings.instructions,
-            context_files=self._load_context_files(),
-            timezone=self._settings.timezone,
+            gauge=gauge,
         )
 
-    def _load_context_files(self) -> tuple[tuple[str, str], ...]:
-        if self._context_files is None:
-            self._context_files = tuple(
-                (Path(path).name, Path(path).read_text(encoding="utf-8", errors="replace"))
-                for path in self._settings.context_files
+    def _compress_command(
+        self, message: Message, chat_session: ChatSession, model: ChatModel | None
+    ) -> int | None:
+        """``/compress [focus]``: compact now (no cooldown), report what happened."""
+        focus = str(message.meta.get("command_args", "")).strip() or None
+        if model is None:
+            text = NO_MODEL_NOTICE
+        else:
+            report = self.compactor.run(
+                chat_session.id,
+                Trigger.MANUAL,
+                up_to_anchor=message.anchor_seq,
+                focus_topic=focus,
+                wait_seconds=self._settings.compression_lease_seconds,
             )
-        return self._context_files
+            text = describe_manual_compaction(report)
+        with transaction(self._factory, durable=False) as db:
+            fresh = SessionRepository.from_session(db).get(chat_session.id)
+            assert fresh is not None
+            metrics.TURNS.labels("command").inc()
+            return self._record(db, fresh, message, text, MessageKind.COMMAND)
 
-    def _today(self) -> date:
-        return datetime.now(ZoneInfo(self._settings.timezone)).date()
+
+SUMMARY_PREVIEW_LINES = 6
+
+
+def describe_manual_compaction(report: CompactionReport) -> str:
+    """What ``/compress`` tells the user: strategy, tokens before and after, summary start."""
+    result = report.result
+    if report.outcome == "busy":
+        return "Another compaction of this conversation is running; try again in a moment."
+    if report.outcome == "lock_error":
+        return "Compaction is unavailable right now (the database is not answering)."
+    if result is None or not report.applied:
+        if report.aborted:
+            return aborted_notice(report)
+        if result is not None and result.outcome == "nothing_to_compress":
+            return (
+                "Nothing to compress yet: the whole conversation is in the protected recent turns."
+            )
+        detail = result.detail if result is not None else report.outcome
+        return f"Nothing was compressed ({detail or report.outcome})."
+    body = (result.summary or "").strip().splitlines()
+    preview = "\n".join(line for line in body if line.strip())
+    preview_lines = "\n".join(preview.splitlines()[:SUMMARY_PREVIEW_LINES])
+    saved = result.tokens_before - result.tokens_after
+    fallback = " (deterministic digest: the summary model failed)" if result.fallback_used else ""
+    return (
+        f"Compressed {len(result.archived_indices)} messages with {result.strategy}{fallback}: "
+        f"{result.tokens_before:,} → {result.tokens_after:,} tokens ({saved:,} saved). "
+        f"The originals are archived.\n\nSummary:\n{preview_lines}"
+    )

@@ -22,7 +22,10 @@ an error like a busy lease and leaves the transcript as it is (fail closed).
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -41,6 +44,12 @@ log = logging.getLogger(__name__)
 
 TURN = "turn"
 COMPACTION = "compaction"
+
+
+def owner_identity() -> str:
+    """A lease owner name that says which process holds it, unique per holding."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
 
 _table = cast(Table, SessionLock.__table__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Row, exists, func, select, update
 from sqlalchemy.orm import Session
@@ -18,8 +18,19 @@ from agent_core.db.models import (
     TurnState,
 )
 
+
+class SeqAllocation(NamedTuple):
+    """A new sequence number and the session's running totals after the update."""
+
+    seq: int
+    active_tokens: int
+    active_count: int
+
+
 TRANSCRIPT_COLUMNS = (
     Message.id,
+    Message.anchor_seq,
+    Message.seq,
     Message.role,
     Message.content,
     Message.tool_calls,
@@ -69,9 +80,10 @@ class SessionRepository:
         session_id: str,
         *,
         active_tokens: int = 0,
+        active_messages: int = 0,
         spent_tokens: int = 0,
         last_prompt_tokens: int | None = None,
-    ) -> int:
+    ) -> SeqAllocation:
         """The next arrival number of the session, updating its token counters on the way.
 
         The UPDATE row-locks the session until commit, so numbers are handed out in
@@ -80,18 +92,28 @@ class SessionRepository:
         values: dict[str, Any] = {
             "next_seq": ChatSession.next_seq + 1,
             "active_tokens": ChatSession.active_tokens + active_tokens,
+            "active_count": ChatSession.active_count + active_messages,
             "tokens_spent": ChatSession.tokens_spent + spent_tokens,
         }
         if last_prompt_tokens is not None:
             values["last_prompt_tokens"] = last_prompt_tokens
-        seq = self.session.execute(
+        row = self.session.execute(
             update(ChatSession)
             .where(ChatSession.id == session_id)
             .values(values)
-            .returning(ChatSession.next_seq)
+            .returning(ChatSession.next_seq, ChatSession.active_tokens, ChatSession.active_count)
             .execution_options(synchronize_session=False)
-        ).scalar_one()
-        return int(seq)
+        ).one()
+        return SeqAllocation(int(row[0]), int(row[1]), int(row[2]))
+
+    def counters(self, session_id: str) -> tuple[int, int]:
+        """The session's running (active tokens, active messages) totals."""
+        row = self.session.execute(
+            select(ChatSession.active_tokens, ChatSession.active_count).where(
+                ChatSession.id == session_id
+            )
+        ).one()
+        return int(row[0]), int(row[1])
 
     def load_turn(self, message_id: int) -> tuple[Message, ChatSession, str | None] | None:
         """A message waiting for its turn, its session and its tenant's persona, in one query."""

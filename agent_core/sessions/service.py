@@ -6,6 +6,7 @@ Functions take the unit of work (a SQLAlchemy session) first; they flush, never 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,10 @@ class RecordResult:
     duplicate: bool
     """The platform had sent it before; nothing new was stored."""
     triggers: bool
+    active_tokens: int = 0
+    """The session's active transcript size after this message (0 for duplicates)."""
+    active_count: int = 0
+    message_tokens: int = 0
 
 
 def get_or_create_session(db: Session, conversation: Conversation) -> ChatSession:
@@ -139,9 +144,11 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
     chat_session = get_or_create_session(db, conversation)
     kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
     tokens = counter.count_message({"role": "user", "content": incoming.text})
-    seq = repo.allocate_seq(
-        chat_session.id, active_tokens=tokens if kind == MessageKind.CHAT else 0
+    chat = kind == MessageKind.CHAT
+    allocation = repo.allocate_seq(
+        chat_session.id, active_tokens=tokens if chat else 0, active_messages=int(chat)
     )
+    seq = allocation.seq
     message_id = db.execute(
         insert(Message)
         .values(
@@ -166,7 +173,15 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         )
         .returning(Message.id)
     ).scalar_one()
-    return RecordResult(int(message_id), chat_session.id, False, incoming.triggers)
+    return RecordResult(
+        int(message_id),
+        chat_session.id,
+        False,
+        incoming.triggers,
+        allocation.active_tokens,
+        allocation.active_count,
+        tokens if chat else 0,
+    )
 
 
 def record_edit(
@@ -200,6 +215,7 @@ def record_delete(db: Session, bot_id: int, platform_message_id: str) -> Message
         chat_session = repo.get(message.session_id)
         assert chat_session is not None
         chat_session.active_tokens -= message.token_count
+        chat_session.active_count -= 1
     message.deleted = True
     if message.turn_state == TurnState.PENDING:
         message.turn_state = TurnState.DONE
@@ -221,8 +237,12 @@ def record_reply(
     kind: MessageKind = MessageKind.CHAT,
     usage: Usage | None = None,
     meta: dict[str, Any] | None = None,
+    notices: Sequence[str] = (),
 ) -> int | None:
     """Close the trigger's turn, store the reply and queue its delivery, all or nothing.
+
+    ``notices`` (a compaction warning) are shown to people above the reply but never
+    become part of the transcript the model sees.
 
     Returns the outbox id, or ``None`` when the turn was already closed by another run
     (a redelivered task, or a worker that outlived its lease): that run's reply stands.
@@ -231,12 +251,13 @@ def record_reply(
     if not repo.close_turn(trigger.id):
         return None
     tokens = counter.count_message({"role": "assistant", "content": text})
+    chat = kind == MessageKind.CHAT
     seq = repo.allocate_seq(
         chat_session.id,
-        active_tokens=tokens if kind == MessageKind.CHAT else 0,
+        active_tokens=tokens if chat else 0,
+        active_messages=int(chat),
         spent_tokens=(usage.prompt_tokens + usage.completion_tokens) if usage else 0,
-        last_prompt_tokens=usage.prompt_tokens if usage else None,
-    )
+    ).seq
     now = utcnow()
     reply_id = db.execute(
         insert(Message)
@@ -269,7 +290,7 @@ def record_reply(
             chat_id=chat_session.chat_id,
             thread_id=chat_session.thread_id,
             reply_to_platform_id=trigger.platform_message_id,
-            text=text,
+            text="\n\n".join([*notices, text]),
             state=OutboxState.PENDING,
             attempts=0,
             platform_message_ids=[],

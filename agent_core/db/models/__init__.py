@@ -1,6 +1,7 @@
 """One table per module; importing this package registers them all on ``Base.metadata``."""
 
 from agent_core.db.models.bot import Bot
+from agent_core.db.models.compaction import Compaction
 from agent_core.db.models.lock import SessionLock
 from agent_core.db.models.memory import MemoryEntry
 from agent_core.db.models.message import Message, MessageKind, TurnState
@@ -12,6 +13,7 @@ __all__ = (
     "DEFAULT_TENANT_ID",
     "Bot",
     "ChatSession",
+    "Compaction",
     "MemoryEntry",
     "Message",
     "MessageKind",

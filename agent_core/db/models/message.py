@@ -78,7 +78,10 @@ class Message(TimestampMixin, Base):
     token_encoding: Mapped[str | None] = mapped_column(String(32), nullable=True)
     archived: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     """Compacted away: kept, searchable and restorable, but not sent to the model."""
-    compaction_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    compaction_id: Mapped[int | None] = mapped_column(
+        ForeignKey("compactions.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    """The compaction that archived (or pruned) this message."""
     edited_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_core.db.base import Base, TimestampMixin, UTCDateTime
@@ -53,6 +54,10 @@ class ChatSession(TimestampMixin, Base):
 
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The current compaction summary of archived turns, if any."""
+    summary_anchor_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    summary_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """Where the summary sits in the transcript: before the first message at or after this
+    (anchor_seq, seq) position, which is that of the earliest archived message."""
     summary_version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     compaction_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     ineffective_compactions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
@@ -60,6 +65,10 @@ class ChatSession(TimestampMixin, Base):
     last_prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     """The provider's ``prompt_tokens`` for the last call; 0 when unknown."""
     active_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    """Running total of the exact token counts of the session's active messages."""
+    """Running total of the exact token counts of the session's active chat messages."""
+    active_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    """Running count of the session's active chat messages."""
+    context_state: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    """The rest of the context engine's state between turns (see ``agent_core.compaction``)."""
     tokens_spent: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     """Prompt plus completion tokens billed to this session."""

@@ -14,7 +14,7 @@ from agent_core.context.markers import is_summary_message, summary_message
 from agent_core.context.repair import repair_tool_pairs
 from agent_core.context.serialization import message_body
 from agent_core.context.transcript import is_visible_reply
-from agent_core.errors import ProviderBadRequest, ProviderUnavailable
+from agent_core.errors import ProviderBadRequest, ProviderError, ProviderUnavailable
 from agent_core.tokens import rough_message_tokens
 from tests.unit.agent_core.context.builders import (
     assistant,
@@ -110,11 +110,12 @@ def test_any_valid_transcript_compresses_to_a_valid_one(
     messages, reply, protect_first_n, protect_last_n, force
 ):
     assert pairing_problems(messages) == []
-    replies = {
+    options: dict[str, list[ProviderError]] = {
         "ok": [],
         "bad_request": [ProviderBadRequest("m", "x"), ProviderBadRequest("m", "x")],
         "unavailable": [ProviderUnavailable("m", "x"), ProviderUnavailable("m", "x")],
-    }[reply]
+    }
+    replies = options[reply]
     main = ScriptedModel("main", context_length=16_000, replies=list(replies))
     aux = ScriptedModel("aux", context_length=16_000, replies=list(replies))
     settings = CompressionSettings(protect_first_n=protect_first_n, protect_last_n=protect_last_n)

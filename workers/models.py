@@ -1,0 +1,47 @@
+"""The chat models a turn uses: the main model and the optional summary (auxiliary) model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from agent_core.config import Settings
+from agent_core.llm.litellm_model import LiteLLMModel
+from agent_core.llm.model import ChatModel
+
+ModelFactory = Callable[[], ChatModel]
+
+
+class ModelSet:
+    """Builds fresh model clients per turn from the settings.
+
+    Args:
+        settings: the process settings.
+        main: overrides how the main model is built (tests pass their own double).
+    """
+
+    def __init__(self, settings: Settings, *, main: ModelFactory | None = None) -> None:
+        self._settings = settings
+        self._main = main or (lambda: LiteLLMModel(settings.llm))
+
+    def main(self) -> ChatModel:
+        """The main model.
+
+        Raises:
+            ConfigError: no model is configured.
+        """
+        return self._main()
+
+    def summary(self) -> ChatModel | None:
+        """The summary model, when one other than the main model is configured."""
+        settings = self._settings
+        if not settings.compression_model:
+            return None
+        return LiteLLMModel(
+            replace(
+                settings.llm,
+                model=settings.compression_model,
+                context_length=settings.compression_context_length,
+                max_output_tokens=None,
+            )
+        )

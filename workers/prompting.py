@@ -1,0 +1,66 @@
+"""Assemble the inputs of a session's system prompt from the settings, tenant and memory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.orm import Session
+
+from agent_core.config import Settings
+from agent_core.db.models import ChatSession, Tenant
+from agent_core.llm.model import ChatModel
+from agent_core.memory.repository import MemoryRepository
+from agent_core.prompt.builder import PromptInputs
+from agent_core.prompt.service import rebuild
+
+
+class PromptAssembler:
+    """Knows where each prompt layer comes from; one per process (context files cached)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._context_files: tuple[tuple[str, str], ...] | None = None
+
+    def inputs(
+        self, chat_session: ChatSession, model: ChatModel, persona: str | None
+    ) -> PromptInputs:
+        """The prompt inputs, memory excluded (it is read only when a prompt is built)."""
+        return PromptInputs(
+            persona=persona or self._settings.persona,
+            model=model.name,
+            platform=chat_session.platform,
+            chat_type=chat_session.chat_type,
+            session_id=chat_session.id,
+            context_length=model.context_length,
+            instructions=self._settings.instructions,
+            context_files=self._load_context_files(),
+            timezone=self._settings.timezone,
+        )
+
+    def memory(self, db: Session, chat_session: ChatSession) -> list[str]:
+        """The memory snapshot a newly built prompt freezes."""
+        return MemoryRepository.from_session(db).snapshot(
+            chat_session.tenant_id, chat_session.bot_id
+        )
+
+    def today(self) -> date:
+        """The prompt's date, in the configured time zone."""
+        return datetime.now(ZoneInfo(self._settings.timezone)).date()
+
+    def rebuild(self, db: Session, chat_session: ChatSession, model: ChatModel) -> str:
+        """Build the session's prompt anew with fresh memory (after a compaction)."""
+        tenant = db.get(Tenant, chat_session.tenant_id)
+        inputs = self.inputs(chat_session, model, tenant.persona if tenant else None)
+        with_memory = replace(inputs, memory=tuple(self.memory(db, chat_session)))
+        return rebuild(db, chat_session, with_memory, self.today())
+
+    def _load_context_files(self) -> tuple[tuple[str, str], ...]:
+        if self._context_files is None:
+            self._context_files = tuple(
+                (Path(path).name, Path(path).read_text(encoding="utf-8", errors="replace"))
+                for path in self._settings.context_files
+            )
+        return self._context_files
