@@ -24,6 +24,10 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        # Hubbub's connections skip the WAL flush by default; schema changes wait for it.
+        connection.exec_driver_sql("SET synchronous_commit TO ON")
+        connection.commit()
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -40,6 +40,7 @@ from agent_core.context import (
     session_hygiene,
 )
 from agent_core.db.engine import transaction
+from agent_core.db.models import ChatSession
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel, ChatResult
 from agent_core.sessions import lock
@@ -175,7 +176,8 @@ class Compactor:
     ) -> tuple[Transcript, EngineState, int, str | None] | None:
         """The session's transcript, engine state, summary version and system prompt."""
         repo = SessionRepository.from_session(db)
-        chat_session = repo.get(session_id)
+        # db.get: within a turn the session is already loaded, so this costs no query.
+        chat_session = db.get(ChatSession, session_id)
         if chat_session is None:
             return None
         rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor)

@@ -131,40 +131,46 @@ class TurnRunner:
         """Answer the session's waiting messages in arrival order; returns how many.
 
         Only the holder of the session's turn lease works; anyone else returns at once,
-        and the holder looks for new messages again after releasing, so none is stranded.
+        and the holder looks for new messages again as it releases, so none is stranded.
         """
         processed = 0
         lease = self._settings.turn_lease_seconds
         while True:
             owner = lock.owner_identity()
-            with lock.held(self._factory, session_id, lock.TURN, owner, lease) as keeper:
-                if keeper is None:
+            with transaction(self._factory, durable=False) as db:
+                if not lock.try_acquire(db, session_id, lock.TURN, owner, lease):
                     return processed
-                while not self._stopping.is_set():
-                    batch = self._pending(session_id)
-                    if not batch:
-                        break
-                    for message_id in batch:
-                        if self._stopping.is_set():
-                            break
-                        self.run_turn(message_id)
-                        processed += 1
-            if not self._has_pending(session_id):
+                batch = SessionRepository.from_session(db).pending_message_ids(
+                    session_id, limit=PENDING_BATCH
+                )
+            try:
+                with lock.LeaseKeeper(self._factory, session_id, lock.TURN, owner, lease):
+                    processed += self._run_batches(session_id, batch)
+            finally:
+                with transaction(self._factory, durable=False) as db:
+                    lock.release_in(db, session_id, lock.TURN, owner)
+                    waiting = SessionRepository.from_session(db).has_pending(session_id)
+            if not waiting:
                 return processed
             if self._stopping.is_set():
                 if self.dispatcher is not None:
                     self.dispatcher.kick_session(session_id)
                 return processed
 
-    def _pending(self, session_id: str) -> list[int]:
-        with transaction(self._factory) as db:
-            return SessionRepository.from_session(db).pending_message_ids(
-                session_id, limit=PENDING_BATCH
-            )
-
-    def _has_pending(self, session_id: str) -> bool:
-        with transaction(self._factory) as db:
-            return SessionRepository.from_session(db).has_pending(session_id)
+    def _run_batches(self, session_id: str, batch: list[int]) -> int:
+        processed = 0
+        while True:
+            for message_id in batch:
+                if self._stopping.is_set():
+                    return processed
+                self.run_turn(message_id)
+                processed += 1
+            if len(batch) < PENDING_BATCH:
+                return processed  # the look as the lease is released catches anything newer
+            with transaction(self._factory) as db:
+                batch = SessionRepository.from_session(db).pending_message_ids(
+                    session_id, limit=PENDING_BATCH
+                )
 
     # -- one turn ---------------------------------------------------------------------
 

@@ -59,25 +59,30 @@ def acquire(
 ) -> bool:
     """Take (or extend) the lease; ``True`` when ``owner`` holds it afterwards."""
     with transaction(factory, durable=False) as db:
-        now = utcnow()
-        insert = postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
-        values = insert(_table).values(
-            session_id=session_id,
-            kind=kind,
-            owner=owner,
-            expires_at=now + timedelta(seconds=seconds),
-            acquired_at=now,
-        )
-        stmt = values.on_conflict_do_update(
-            index_elements=[_table.c.session_id, _table.c.kind],
-            set_={
-                "owner": values.excluded.owner,
-                "expires_at": values.excluded.expires_at,
-                "acquired_at": values.excluded.acquired_at,
-            },
-            where=(_table.c.expires_at <= now) | (_table.c.owner == owner),
-        ).returning(_table.c.owner)
-        return db.execute(stmt).first() is not None
+        return try_acquire(db, session_id, kind, owner, seconds)
+
+
+def try_acquire(db: Session, session_id: str, kind: str, owner: str, seconds: float) -> bool:
+    """:func:`acquire` inside the caller's transaction (it commits with the caller's work)."""
+    now = utcnow()
+    insert = postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
+    values = insert(_table).values(
+        session_id=session_id,
+        kind=kind,
+        owner=owner,
+        expires_at=now + timedelta(seconds=seconds),
+        acquired_at=now,
+    )
+    stmt = values.on_conflict_do_update(
+        index_elements=[_table.c.session_id, _table.c.kind],
+        set_={
+            "owner": values.excluded.owner,
+            "expires_at": values.excluded.expires_at,
+            "acquired_at": values.excluded.acquired_at,
+        },
+        where=(_table.c.expires_at <= now) | (_table.c.owner == owner),
+    ).returning(_table.c.owner)
+    return db.execute(stmt).first() is not None
 
 
 def renew(
@@ -100,14 +105,19 @@ def renew(
 def release(factory: sessionmaker[Session], session_id: str, kind: str, owner: str) -> bool:
     """Drop the caller's lease; ``False`` (and nothing changed) for a non-holder."""
     with transaction(factory, durable=False) as db:
-        result = db.execute(
-            delete(SessionLock).where(
-                SessionLock.session_id == session_id,
-                SessionLock.kind == kind,
-                SessionLock.owner == owner,
-            )
+        return release_in(db, session_id, kind, owner)
+
+
+def release_in(db: Session, session_id: str, kind: str, owner: str) -> bool:
+    """:func:`release` inside the caller's transaction."""
+    result = db.execute(
+        delete(SessionLock).where(
+            SessionLock.session_id == session_id,
+            SessionLock.kind == kind,
+            SessionLock.owner == owner,
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 class LeaseKeeper:
