@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from agent_core.config import Settings, load_settings
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.logs import configure_logging
+from gateway import sessions_cli
 
 app = typer.Typer(
     help="Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats.",
@@ -137,6 +138,18 @@ def doctor() -> None:
         if check.fix:
             typer.echo(f"       fix: {check.fix}")
     raise typer.Exit(1 if failed else 0)
+
+
+@app.callback()
+def _main(ctx: typer.Context) -> None:
+    """Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats."""
+
+
+def _sessions_settings(ctx: typer.Context) -> None:
+    ctx.obj = _settings()
+
+
+app.add_typer(sessions_cli.app, name="sessions", callback=_sessions_settings)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,13 @@ class SessionRepository:
             select(ChatSession).where(ChatSession.key == key, ChatSession.is_current.is_(True))
         )
 
+    def list_recent(self, *, limit: int, platform: str | None = None) -> list[ChatSession]:
+        """The most recently created sessions, newest first."""
+        query = select(ChatSession).order_by(ChatSession.created_at.desc()).limit(limit)
+        if platform is not None:
+            query = query.where(ChatSession.platform == platform)
+        return list(self.session.scalars(query))
+
     def list_by_key(self, key: str) -> list[ChatSession]:
         """Every session ever held under ``key``, oldest first."""
         return list(

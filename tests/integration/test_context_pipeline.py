@@ -308,3 +308,41 @@ class TestConcurrentCompaction:
 def _slow_summary(body: dict[str, Any]) -> str:
     time.sleep(1.0)
     return "## Goal\nKeep going."
+
+
+class TestSessionsCommand:
+    def test_operator_lists_searches_and_undoes(
+        self,
+        client: httpx.Client,
+        gateway: GatewayServer,
+        env: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        from typer.testing import CliRunner
+
+        from gateway.cli import app
+
+        for i in range(8):
+            post(client, "ops", chatter(i))
+            wait_replies(client, "ops", i + 1)
+        post(client, "ops", "/compress")
+        wait_replies(client, "ops", 9)
+        (compaction,) = compactions(gateway)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        # The CLI sets up logging on a stream CliRunner closes after each call.
+        monkeypatch.setattr("gateway.cli.configure_logging", lambda *a, **k: None)
+        runner = CliRunner()
+        listed = runner.invoke(app, ["sessions", "list"])
+        assert compaction.session_id in listed.output
+        shown = runner.invoke(app, ["sessions", "compactions", compaction.session_id])
+        assert f"#{compaction.id}" in shown.output
+        assert "manual/summary" in shown.output
+        found = runner.invoke(
+            app, ["sessions", "archive", compaction.session_id, "--grep", "app2.log"]
+        )
+        assert "app2.log" in found.output
+        undone = runner.invoke(app, ["sessions", "restore", compaction.session_id])
+        assert f"Undid compaction #{compaction.id}" in undone.output
+        again = runner.invoke(app, ["sessions", "restore", compaction.session_id])
+        assert "Nothing to undo." in again.output
