@@ -196,6 +196,16 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("compression_in_place")
+    @classmethod
+    def _in_place_only(cls, value: bool) -> bool:
+        if not value:
+            raise ValueError(
+                "HUBBUB_COMPRESSION_IN_PLACE=false (rotating to a new session on compaction) "
+                "is not supported: Hubbub compacts in place and keeps the session id"
+            )
+        return value
+
     @model_validator(mode="after")
     def _check_thresholds(self) -> Settings:
         if self.compression_hygiene_threshold < self.compression_threshold:

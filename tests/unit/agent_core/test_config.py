@@ -63,3 +63,8 @@ def test_hygiene_must_stay_above_compressor() -> None:
 def test_comma_separated_allowlists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HUBBUB_ALLOW_USERS", "42, 43")
     assert load_settings().allow_users == ["42", "43"]
+
+
+def test_rotation_on_compaction_is_refused_clearly() -> None:
+    with pytest.raises(ValidationError, match="compacts in place"):
+        Settings.model_validate({"compression_in_place": "false"})
