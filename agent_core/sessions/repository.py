@@ -157,6 +157,21 @@ class SessionRepository:
         """The message, or ``None``."""
         return self.session.get(Message, message_id)
 
+    def message_with_replies(self, message: Message) -> list[Message]:
+        """A message and the chat replies anchored to it, in transcript order."""
+        return list(
+            self.session.scalars(
+                select(Message)
+                .where(
+                    Message.session_id == message.session_id,
+                    Message.anchor_seq == message.anchor_seq,
+                    Message.kind == MessageKind.CHAT,
+                    Message.deleted.is_(False),
+                )
+                .order_by(Message.seq)
+            )
+        )
+
     def get_message_by_platform_id(self, bot_id: int, platform_message_id: str) -> Message | None:
         """The message a platform knows by this id, for this bot."""
         return self.session.scalar(

@@ -142,6 +142,8 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         if existing is not None:
             return RecordResult(existing.id, existing.session_id, True, False)
     chat_session = get_or_create_session(db, conversation)
+    if chat_session.next_seq == 0 and conversation.thread_id and incoming.reply_to_platform_id:
+        _seed_thread(db, chat_session, incoming.reply_to_platform_id)
     kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
     tokens = counter.count_message({"role": "user", "content": incoming.text})
     chat = kind == MessageKind.CHAT
@@ -182,6 +184,43 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         allocation.active_count,
         tokens if chat else 0,
     )
+
+
+def _seed_thread(db: Session, thread: ChatSession, root_platform_id: str) -> None:
+    """Start a new thread session with the message it grew from and the bot's answer to it.
+
+    A reply to a channel message often opens a thread (Slack does this for every answer);
+    without its root the thread's first follow-up would reach the model with no context.
+    The copies are context only: no platform id of their own, no turn.
+    """
+    repo = SessionRepository.from_session(db)
+    root = repo.get_message_by_platform_id(thread.bot_id, root_platform_id)
+    if root is None or root.session_id == thread.id:
+        return
+    for original in repo.message_with_replies(root):
+        allocation = repo.allocate_seq(
+            thread.id, active_tokens=original.token_count, active_messages=1
+        )
+        db.execute(
+            insert(Message).values(
+                session_id=thread.id,
+                bot_id=thread.bot_id,
+                seq=allocation.seq,
+                anchor_seq=1,
+                role=original.role,
+                kind=MessageKind.CHAT,
+                speaker_id=original.speaker_id,
+                speaker_name=original.speaker_name,
+                content=original.content,
+                turn_state=TurnState.NONE,
+                token_count=original.token_count,
+                token_encoding=original.token_encoding,
+                meta={"copied_from": original.id},
+                archived=False,
+                deleted=False,
+                created_at=utcnow(),
+            )
+        )
 
 
 def record_edit(

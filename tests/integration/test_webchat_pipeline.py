@@ -287,3 +287,35 @@ class TestServiceEndpoints:
         response = httpx.get(f"{gateway.base_url}/readyz", timeout=30)
         assert response.status_code == 503
         assert "broker unreachable" in response.json()["reasons"][0]
+
+
+class TestThreads:
+    def test_a_new_thread_starts_with_the_message_it_grew_from(
+        self, gateway: GatewayServer, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        from adapters.messages import InboundMessage
+
+        def say(text: str, message_id: str, **kw: Any) -> None:
+            gateway.runtime.intake.accept(
+                InboundMessage(
+                    platform="webchat",
+                    chat_id="chan",
+                    chat_type="group",
+                    message_id=message_id,
+                    sender_name="ann",
+                    text=text,
+                    addressed=True,
+                    **kw,
+                )
+            )
+
+        say("how do I rotate the keys?", "chan:1")
+        wait_until(lambda: len(fake_llm.chat_requests()) == 1, what="channel turn")
+        say("and for staging?", "chan:2", thread_id="chan:1", reply_to_message_id="chan:1")
+        wait_until(lambda: len(fake_llm.chat_requests()) == 2, what="thread turn")
+        thread_request = fake_llm.chat_requests()[1]["messages"]
+        assert [m["content"] for m in thread_request[1:]] == [
+            "[ann] how do I rotate the keys?",
+            "echo: [ann] how do I rotate the keys?",
+            "[ann] and for staging?",
+        ]
