@@ -163,3 +163,49 @@ def test_messages_queued_while_no_worker_runs_are_answered_in_order(
         if r["messages"][-1]["content"].startswith("q")
     ]
     assert asked == [f"q{i}" for i in range(5)]
+
+
+def test_busy_group_is_compacted_by_a_worker_off_the_reply_path(
+    postgres_url: str,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    gateway_factory: Callable[..., GatewayServer],
+    processes: list[ServiceProcess],
+) -> None:
+    from sqlalchemy import select
+
+    from adapters.messages import InboundMessage
+    from agent_core.db.engine import transaction
+    from agent_core.db.models import Compaction
+
+    env = hubbub_env(
+        db_url=postgres_url,
+        home=tmp_path,
+        fake=fake_llm,
+        redis_url=redis_url,
+        context_length=8192,
+        max_output_tokens=1024,
+    )
+    gateway = gateway_factory(settings_from_env(env))
+    processes.append(start_worker(env))
+    line = "Bob restarted nginx on web-{i}; the 502s stopped after the reload. " * 6
+    for i in range(60):
+        gateway.runtime.intake.accept(
+            InboundMessage(
+                platform="webchat",
+                chat_id="ops",
+                chat_type="group",
+                message_id=f"ops-{i}",
+                sender_name="bob",
+                text=line.format(i=i),
+            )
+        )
+
+    def compacted() -> list[Compaction]:
+        with transaction(gateway.runtime.factory) as db:
+            return list(db.scalars(select(Compaction)))
+
+    (compaction,) = wait_until(compacted, timeout=60, what="a background compaction")
+    assert compaction.trigger == "background"
+    assert compaction.archived_count > 0
