@@ -151,30 +151,24 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         chat_session.id, active_tokens=tokens if chat else 0, active_messages=int(chat)
     )
     seq = allocation.seq
-    message_id = db.execute(
-        insert(Message)
-        .values(
-            session_id=chat_session.id,
-            bot_id=conversation.bot_id,
-            seq=seq,
-            anchor_seq=seq,
-            role="user",
-            kind=kind,
-            speaker_id=incoming.sender_id,
-            speaker_name=incoming.sender_name,
-            content=incoming.text,
-            platform_message_id=incoming.platform_message_id,
-            reply_to_platform_id=incoming.reply_to_platform_id,
-            turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
-            token_count=tokens,
-            token_encoding=counter.encoding_name,
-            meta=incoming.meta or {},
-            archived=False,
-            deleted=False,
-            created_at=utcnow(),
-        )
-        .returning(Message.id)
-    ).scalar_one()
+    message_id = _insert_message(
+        db,
+        session_id=chat_session.id,
+        bot_id=conversation.bot_id,
+        seq=seq,
+        anchor_seq=seq,
+        role="user",
+        kind=kind,
+        speaker_id=incoming.sender_id,
+        speaker_name=incoming.sender_name,
+        content=incoming.text,
+        platform_message_id=incoming.platform_message_id,
+        reply_to_platform_id=incoming.reply_to_platform_id,
+        turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
+        token_count=tokens,
+        token_encoding=counter.encoding_name,
+        meta=incoming.meta or {},
+    )
     return RecordResult(
         int(message_id),
         chat_session.id,
@@ -184,6 +178,12 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         allocation.active_count,
         tokens if chat else 0,
     )
+
+
+def _insert_message(db: Session, **values: Any) -> int:
+    """Insert one message row (one round trip, no ORM object); returns its id."""
+    row = {"archived": False, "deleted": False, "created_at": utcnow(), **values}
+    return int(db.execute(insert(Message).values(**row).returning(Message.id)).scalar_one())
 
 
 def _seed_thread(db: Session, thread: ChatSession, root_platform_id: str) -> None:
@@ -201,25 +201,21 @@ def _seed_thread(db: Session, thread: ChatSession, root_platform_id: str) -> Non
         allocation = repo.allocate_seq(
             thread.id, active_tokens=original.token_count, active_messages=1
         )
-        db.execute(
-            insert(Message).values(
-                session_id=thread.id,
-                bot_id=thread.bot_id,
-                seq=allocation.seq,
-                anchor_seq=1,
-                role=original.role,
-                kind=MessageKind.CHAT,
-                speaker_id=original.speaker_id,
-                speaker_name=original.speaker_name,
-                content=original.content,
-                turn_state=TurnState.NONE,
-                token_count=original.token_count,
-                token_encoding=original.token_encoding,
-                meta={"copied_from": original.id},
-                archived=False,
-                deleted=False,
-                created_at=utcnow(),
-            )
+        _insert_message(
+            db,
+            session_id=thread.id,
+            bot_id=thread.bot_id,
+            seq=allocation.seq,
+            anchor_seq=1,
+            role=original.role,
+            kind=MessageKind.CHAT,
+            speaker_id=original.speaker_id,
+            speaker_name=original.speaker_name,
+            content=original.content,
+            turn_state=TurnState.NONE,
+            token_count=original.token_count,
+            token_encoding=original.token_encoding,
+            meta={"copied_from": original.id},
         )
 
 
@@ -298,26 +294,21 @@ def record_reply(
         spent_tokens=(usage.prompt_tokens + usage.completion_tokens) if usage else 0,
     ).seq
     now = utcnow()
-    reply_id = db.execute(
-        insert(Message)
-        .values(
-            session_id=chat_session.id,
-            bot_id=chat_session.bot_id,
-            seq=seq,
-            anchor_seq=trigger.anchor_seq,
-            role="assistant",
-            kind=kind,
-            content=text,
-            turn_state=TurnState.NONE,
-            token_count=tokens,
-            token_encoding=counter.encoding_name,
-            meta=meta or {},
-            archived=False,
-            deleted=False,
-            created_at=now,
-        )
-        .returning(Message.id)
-    ).scalar_one()
+    reply_id = _insert_message(
+        db,
+        session_id=chat_session.id,
+        bot_id=chat_session.bot_id,
+        seq=seq,
+        anchor_seq=trigger.anchor_seq,
+        role="assistant",
+        kind=kind,
+        content=text,
+        turn_state=TurnState.NONE,
+        token_count=tokens,
+        token_encoding=counter.encoding_name,
+        meta=meta or {},
+        created_at=now,
+    )
     outbox_id = db.execute(
         insert(OutboxEntry)
         .values(
