@@ -310,7 +310,7 @@ class TestThreads:
             )
 
         say("how do I rotate the keys?", "chan:1")
-        wait_until(lambda: len(fake_llm.chat_requests()) == 1, what="channel turn")
+        wait_replies(client, "chan", 1)
         say("and for staging?", "chan:2", thread_id="chan:1", reply_to_message_id="chan:1")
         wait_until(lambda: len(fake_llm.chat_requests()) == 2, what="thread turn")
         thread_request = fake_llm.chat_requests()[1]["messages"]
