@@ -1,0 +1,85 @@
+"""Create and remove tenants and database-configured bots (credentials sealed at rest)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from agent_core.crypto import CredentialBox
+from agent_core.db.models import Bot, Tenant
+from agent_core.errors import InvalidInput
+from agent_core.tenancy.repository import TenancyRepository
+
+PLATFORMS = ("telegram", "discord", "slack")
+TRIGGER_MODES = ("mention", "all", "commands")
+
+
+def add_tenant(db: Session, tenant_id: str, *, name: str | None, persona: str | None) -> Tenant:
+    """Create a tenant.
+
+    Raises:
+        InvalidInput: the id is taken or malformed.
+    """
+    if not tenant_id or not tenant_id.replace("-", "").replace("_", "").isalnum():
+        raise InvalidInput("a tenant id uses letters, digits, '-' and '_'")
+    repo = TenancyRepository.from_session(db)
+    if repo.get_tenant(tenant_id) is not None:
+        raise InvalidInput(f"tenant {tenant_id!r} exists already")
+    tenant = Tenant(id=tenant_id, name=name or tenant_id, persona=persona)
+    db.add(tenant)
+    db.flush()
+    return tenant
+
+
+def add_bot(
+    db: Session,
+    box: CredentialBox,
+    *,
+    tenant_id: str,
+    platform: str,
+    name: str,
+    secrets: dict[str, str],
+    options: dict[str, Any],
+    trigger_mode: str = "mention",
+    answer_bots: bool = False,
+) -> Bot:
+    """Create a bot whose credentials live in the database, sealed with the secret key.
+
+    Raises:
+        InvalidInput: unknown platform, tenant or trigger mode; a missing token; a name
+            already used on that platform by the tenant.
+    """
+    if platform not in PLATFORMS:
+        raise InvalidInput(f"platform must be one of {', '.join(PLATFORMS)}")
+    if trigger_mode not in TRIGGER_MODES:
+        raise InvalidInput(f"trigger mode must be one of {', '.join(TRIGGER_MODES)}")
+    if not secrets.get("token"):
+        raise InvalidInput("a bot needs its platform token")
+    repo = TenancyRepository.from_session(db)
+    if repo.get_tenant(tenant_id) is None:
+        raise InvalidInput(f"no tenant {tenant_id!r}: create it first")
+    if repo.get_bot_by_name(tenant_id, platform, name) is not None:
+        raise InvalidInput(f"tenant {tenant_id!r} has a {platform} bot {name!r} already")
+    bot = Bot(
+        tenant_id=tenant_id,
+        platform=platform,
+        name=name,
+        trigger_mode=trigger_mode,
+        answer_bots=answer_bots,
+        credentials=box.seal({k: v for k, v in secrets.items() if v}),
+        settings={k: v for k, v in options.items() if v not in (None, "", [], ())},
+    )
+    db.add(bot)
+    db.flush()
+    return bot
+
+
+def remove_bot(db: Session, *, tenant_id: str, platform: str, name: str) -> bool:
+    """Delete a bot and everything said to it; ``False`` when there is no such bot."""
+    bot = TenancyRepository.from_session(db).get_bot_by_name(tenant_id, platform, name)
+    if bot is None:
+        return False
+    db.delete(bot)
+    db.flush()
+    return True

@@ -1,0 +1,137 @@
+"""``hubbub tenants`` and ``hubbub bots``: manage tenants and database-configured bots.
+
+Bots configured here are started by the gateway on its next start, next to the bot
+configured from the environment; their credentials are sealed with HUBBUB_SECRET_KEY.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core.config import Settings
+from agent_core.crypto import CredentialBox, load_or_create_key
+from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.errors import InvalidInput
+from agent_core.tenancy.repository import TenancyRepository
+from agent_core.tenancy.service import add_bot, add_tenant, remove_bot
+
+tenants = typer.Typer(help="Manage tenants (each with its own bots and sessions).")
+bots = typer.Typer(help="Manage bots whose credentials are stored in the database.")
+
+
+def _factory(ctx: typer.Context) -> sessionmaker[Session]:
+    settings: Settings = ctx.obj
+    return make_session_factory(create_db_engine(settings.resolved_database_url))
+
+
+def _box(ctx: typer.Context) -> CredentialBox:
+    settings: Settings = ctx.obj
+    secret = settings.secret_key.get_secret_value() if settings.secret_key else None
+    return CredentialBox(load_or_create_key(secret, settings.home))
+
+
+def _refuse(exc: InvalidInput) -> typer.Exit:
+    typer.secho(str(exc), fg=typer.colors.RED, err=True)
+    return typer.Exit(2)
+
+
+@tenants.command("add")
+def tenants_add(
+    ctx: typer.Context,
+    tenant_id: str,
+    name: Annotated[str | None, typer.Option(help="Display name.")] = None,
+    persona: Annotated[str | None, typer.Option(help="Replaces the default identity.")] = None,
+) -> None:
+    """Create a tenant."""
+    try:
+        with transaction(_factory(ctx)) as db:
+            add_tenant(db, tenant_id, name=name, persona=persona)
+    except InvalidInput as exc:
+        raise _refuse(exc) from exc
+    typer.echo(f"Tenant {tenant_id} created.")
+
+
+@bots.command("add")
+def bots_add(
+    ctx: typer.Context,
+    platform: Annotated[str, typer.Argument(help="telegram, discord or slack")],
+    name: Annotated[str, typer.Argument(help="The bot id used in webhook URLs.")],
+    tenant: Annotated[str, typer.Option(help="Owning tenant.")] = "default",
+    token: Annotated[
+        str,
+        typer.Option(
+            envvar="HUBBUB_NEW_BOT_TOKEN", help="Platform token.", prompt=True, hide_input=True
+        ),
+    ] = "",
+    webhook_secret: Annotated[str | None, typer.Option(help="Telegram webhook secret.")] = None,
+    signing_secret: Annotated[str | None, typer.Option(help="Slack signing secret.")] = None,
+    app_token: Annotated[str | None, typer.Option(help="Slack app token (Socket Mode).")] = None,
+    api_base: Annotated[str | None, typer.Option(help="Platform API base URL.")] = None,
+    mode: Annotated[str | None, typer.Option(help="Telegram: auto, webhook or polling.")] = None,
+    trigger_mode: Annotated[str, typer.Option(help="mention, all or commands.")] = "mention",
+    answer_bots: Annotated[bool, typer.Option(help="Answer other bots.")] = False,
+    allow_user: Annotated[list[str] | None, typer.Option(help="Allowed user id (repeat).")] = None,
+    allow_chat: Annotated[list[str] | None, typer.Option(help="Allowed chat id (repeat).")] = None,
+) -> None:
+    """Add a bot; restart the gateway to start it."""
+    secrets = {
+        "token": token,
+        "webhook_secret": webhook_secret or "",
+        "signing_secret": signing_secret or "",
+        "app_token": app_token or "",
+    }
+    options = {
+        "api_base": api_base,
+        "mode": mode,
+        "allow_users": allow_user or [],
+        "allow_chats": allow_chat or [],
+    }
+    try:
+        with transaction(_factory(ctx)) as db:
+            bot = add_bot(
+                db,
+                _box(ctx),
+                tenant_id=tenant,
+                platform=platform,
+                name=name,
+                secrets=secrets,
+                options=options,
+                trigger_mode=trigger_mode,
+                answer_bots=answer_bots,
+            )
+            bot_id = bot.id
+    except InvalidInput as exc:
+        raise _refuse(exc) from exc
+    path = name if tenant == "default" else f"{tenant}.{name}"
+    typer.echo(f"Bot #{bot_id} added; its webhook path is /webhooks/{platform}/{path}.")
+
+
+@bots.command("list")
+def bots_list(ctx: typer.Context) -> None:
+    """Every bot (credentials are never shown)."""
+    with transaction(_factory(ctx)) as db:
+        for bot in TenancyRepository.from_session(db).list_bots():
+            source = "database" if bot.credentials else "environment"
+            typer.echo(
+                f"#{bot.id} {bot.tenant_id}/{bot.platform}/{bot.name}  "
+                f"trigger={bot.trigger_mode}  credentials from {source}"
+            )
+
+
+@bots.command("remove")
+def bots_remove(
+    ctx: typer.Context,
+    platform: str,
+    name: str,
+    tenant: Annotated[str, typer.Option(help="Owning tenant.")] = "default",
+) -> None:
+    """Delete a bot with its sessions and messages."""
+    with transaction(_factory(ctx)) as db:
+        removed = remove_bot(db, tenant_id=tenant, platform=platform, name=name)
+    if not removed:
+        typer.secho("No such bot.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo("Bot removed.")
