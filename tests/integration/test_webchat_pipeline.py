@@ -199,6 +199,22 @@ class TestProviderErrors:
         assert "unavailable" in notice["text"]
         assert len(fake_llm.chat_requests()) == 3, "one call and HUBBUB_LLM_MAX_RETRIES=2"
 
+    def test_a_hanging_provider_times_out_and_is_retried(
+        self,
+        db_url: str,
+        tmp_path: Path,
+        fake_llm: FakeLLM,
+        gateway_factory: Callable[..., GatewayServer],
+    ) -> None:
+        env = hubbub_env(db_url=db_url, home=tmp_path, fake=fake_llm, llm_timeout="0.5")
+        gateway = gateway_factory(settings_from_env(env))
+        fake_llm.delay = 3.0
+        with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
+            post(c, "slow", "are you there?")
+            (notice,) = wait_replies(c, "slow", 1)
+        assert "unavailable" in notice["text"]
+        assert len(fake_llm.chat_requests()) == 3, "one call and HUBBUB_LLM_MAX_RETRIES=2"
+
 
 class TestCommands:
     def test_help_is_answered_without_the_model(
