@@ -28,6 +28,7 @@ from agent_core.compaction.service import (
     build_transcript,
     engine_state,
     store_engine_state,
+    token_calibration,
 )
 from agent_core.config import Settings
 from agent_core.context import (
@@ -79,6 +80,18 @@ NO_MODEL = "no_model"
 NOT_NEEDED = "not_needed"
 SUPERSEDED = "superseded"
 """Another compaction committed while this one ran (its lease had expired); discarded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A session as a turn or a compaction reads it."""
+
+    transcript: Transcript
+    state: EngineState
+    summary_version: int
+    system_prompt: str | None
+    calibration: float
+    """Provider tokens per counted token, learned from the last response."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,22 +184,20 @@ class Compactor:
             state=state,
         )
 
-    def load(
-        self, db: Session, session_id: str, *, up_to_anchor: int | None
-    ) -> tuple[Transcript, EngineState, int, str | None] | None:
-        """The session's transcript, engine state, summary version and system prompt."""
+    def load(self, db: Session, session_id: str, *, up_to_anchor: int | None) -> Loaded | None:
+        """The session's transcript with what compaction and the turn need around it."""
         repo = SessionRepository.from_session(db)
         # db.get: within a turn the session is already loaded, so this costs no query.
         chat_session = db.get(ChatSession, session_id)
         if chat_session is None:
             return None
         rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor)
-        transcript = build_transcript(rows, chat_session, self._counter)
-        return (
-            transcript,
-            engine_state(chat_session),
-            chat_session.summary_version,
-            chat_session.system_prompt,
+        return Loaded(
+            transcript=build_transcript(rows, chat_session, self._counter),
+            state=engine_state(chat_session),
+            summary_version=chat_session.summary_version,
+            system_prompt=chat_session.system_prompt,
+            calibration=token_calibration(chat_session),
         )
 
     def run(
@@ -248,7 +259,8 @@ class Compactor:
             loaded = self.load(db, session_id, up_to_anchor=up_to_anchor)
         if loaded is None:
             return CompactionReport(trigger, NOT_NEEDED)
-        transcript, state, version, system_prompt = loaded
+        transcript, state, version = loaded.transcript, loaded.state, loaded.summary_version
+        system_prompt = loaded.system_prompt
         meter = _Meter()
         summary = self._models.summary()
         engine = self.engine(
@@ -256,7 +268,8 @@ class Compactor:
             state,
             summary_model=_MeteredModel(summary, meter) if summary else None,
         )
-        tokens = transcript.tokens + self._counter.count_text(system_prompt or "")
+        counted = transcript.tokens + self._counter.count_text(system_prompt or "")
+        tokens = round(counted * loaded.calibration)
         cpu_started, wall_started = time.thread_time(), time.perf_counter()
         result = self._compress(engine, transcript, trigger, tokens, system_prompt, focus_topic)
         measured = Measurements(

@@ -19,7 +19,12 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.agent import Agent, TurnReply
-from agent_core.compaction.service import Transcript, engine_state, store_engine_state
+from agent_core.compaction.service import (
+    Transcript,
+    engine_state,
+    record_token_calibration,
+    store_engine_state,
+)
 from agent_core.config import Settings
 from agent_core.context import (
     ContextEngine,
@@ -100,6 +105,7 @@ class _Turn:
     transcript: Transcript
     state: EngineState
     summary_version: int
+    calibration: float
     notices: list[str]
 
 
@@ -192,10 +198,10 @@ class TurnRunner:
         # Not waited to disk (see _store); a lost prompt build is simply redone.
         with transaction(self._factory, durable=False) as db:
             repo = SessionRepository.from_session(db)
-            loaded = repo.load_turn(message_id)
-            if loaded is None:
+            pending = repo.load_turn(message_id)
+            if pending is None:
                 return None, None
-            message, chat_session, persona = loaded
+            message, chat_session, persona = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
             try:
                 model = self._models.main()
@@ -219,15 +225,22 @@ class TurnRunner:
                 self.prompts.today(),
                 load_memory=lambda: self.prompts.memory(db, chat_session),
             )
-            loaded_transcript = self.compactor.load(
-                db, chat_session.id, up_to_anchor=message.anchor_seq
-            )
-            assert loaded_transcript is not None
-            transcript, state, version, _ = loaded_transcript
+            view = self.compactor.load(db, chat_session.id, up_to_anchor=message.anchor_seq)
+            assert view is not None
         if command:
             return self._compress_command(message, chat_session, model), None
         self._delivery.typing(chat_session)
-        return None, _Turn(message, chat_session, system_prompt, transcript, state, version, [])
+        turn = _Turn(
+            message,
+            chat_session,
+            system_prompt,
+            view.transcript,
+            view.state,
+            view.summary_version,
+            view.calibration,
+            [],
+        )
+        return None, turn
 
     def _answer(self, turn: _Turn) -> tuple[int | None, float]:
         """Keep the context in bounds, call the model, store the reply; (outbox id, LLM s)."""
@@ -263,9 +276,13 @@ class TurnRunner:
         elif decision.reason is DecisionReason.INEFFECTIVE:
             self._warn_ineffective_once(turn)
 
-    def _prompt_tokens(self, turn: _Turn) -> int:
-        """The exact size of the next request: stored counts plus the system prompt."""
+    def _counted_tokens(self, turn: _Turn) -> int:
+        """Our exact count of the next request: stored counts plus the system prompt."""
         return turn.transcript.tokens + self._counter.count_text(turn.system_prompt)
+
+    def _prompt_tokens(self, turn: _Turn) -> int:
+        """The next request's size as the provider will count it (calibrated)."""
+        return round(self._counted_tokens(turn) * turn.calibration)
 
     def _compact(
         self, turn: _Turn, trigger: Trigger, model: ChatModel, *, wait_seconds: float = 0.0
@@ -290,8 +307,9 @@ class TurnRunner:
             )
         if loaded is None:
             return
-        turn.transcript, turn.state, turn.summary_version, prompt = loaded
-        turn.system_prompt = prompt or turn.system_prompt
+        turn.transcript, turn.state = loaded.transcript, loaded.state
+        turn.summary_version, turn.calibration = loaded.summary_version, loaded.calibration
+        turn.system_prompt = loaded.system_prompt or turn.system_prompt
 
     def _warn_ineffective_once(self, turn: _Turn) -> None:
         with transaction(self._factory, durable=False) as db:
@@ -394,6 +412,12 @@ class TurnRunner:
         engine = self.compactor.engine(model, engine_state(chat_session))
         engine.update_from_response(reply.usage)
         store_engine_state(chat_session, engine.state)
+        if reply.usage is not None:
+            record_token_calibration(
+                chat_session,
+                provider_tokens=reply.usage.prompt_tokens,
+                counted_tokens=self._counted_tokens(turn),
+            )
         if not self._settings.compression.enabled:
             return False
         tokens = post_response_tokens(

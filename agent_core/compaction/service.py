@@ -63,6 +63,36 @@ def store_engine_state(chat_session: ChatSession, state: EngineState) -> None:
     }
 
 
+CALIBRATION_KEY = "token_calibration"
+CALIBRATION_BOUNDS = (0.5, 2.0)
+"""Provider counts outside this band of ours mean something else is wrong; clamp."""
+
+
+def token_calibration(chat_session: ChatSession) -> float:
+    """Provider tokens per token of our count for this session (1.0 until measured).
+
+    Our counts use the tiktoken encoding of the model's family (``cl100k_base`` when
+    unknown), which differs from Claude's or Llama's tokenizers; the provider's reported
+    ``prompt_tokens`` tell how much, and every gate scales our exact counts by it.
+    """
+    value = (chat_session.context_state or {}).get(CALIBRATION_KEY, 1.0)
+    return float(value)
+
+
+def record_token_calibration(
+    chat_session: ChatSession, *, provider_tokens: int, counted_tokens: int
+) -> None:
+    """Learn the calibration from a response: the provider's count against ours."""
+    if provider_tokens <= 0 or counted_tokens <= 0:
+        return
+    low, high = CALIBRATION_BOUNDS
+    ratio = min(max(provider_tokens / counted_tokens, low), high)
+    chat_session.context_state = {
+        **(chat_session.context_state or {}),
+        CALIBRATION_KEY: round(ratio, 4),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """A session's transcript as the model sees it, with where each message is stored."""
