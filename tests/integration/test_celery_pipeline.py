@@ -8,18 +8,20 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
+from tests.fixtures import services
 from tests.fixtures.llm_server import FakeLLM
 from tests.fixtures.services import (
     GatewayServer,
     ServiceProcess,
     conversation,
     hubbub_env,
+    post_accepted,
     replies,
     settings_from_env,
     start_worker,
@@ -43,21 +45,8 @@ def client(
         yield c
 
 
-def post(client: httpx.Client, cid: str, text: str, **extra: Any) -> httpx.Response:
-    response = client.post(f"/api/webchat/{cid}/messages", json={"text": text} | extra)
-    assert response.status_code == 202, response.text
-    return response
-
-
-def wait_replies(
-    client: httpx.Client, cid: str, n: int, timeout: float = 40
-) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = wait_until(
-        lambda: (r := replies(client, cid)) and len(r) >= n and r,
-        timeout=timeout,
-        what=f"{n} replies in {cid}",
-    )
-    return found
+# Replies come from worker processes: give them longer than the in-process default.
+wait_replies = partial(services.wait_replies, timeout=40)
 
 
 def test_message_in_reply_out_through_a_worker(
@@ -67,7 +56,7 @@ def test_message_in_reply_out_through_a_worker(
     processes: list[ServiceProcess],
 ) -> None:
     processes.append(start_worker(env))
-    post(client, "c1", "hello worker")
+    post_accepted(client, "c1", "hello worker")
     (reply,) = wait_replies(client, "c1", 1)
     assert reply["text"] == "echo: hello worker"
     assert client.get("/readyz").json()["broker"] == "redis"
@@ -81,12 +70,12 @@ def test_restarted_worker_sends_identical_system_prompt_bytes(
 ) -> None:
     first_worker = start_worker(env)
     processes.append(first_worker)
-    post(client, "c1", "before restart")
+    post_accepted(client, "c1", "before restart")
     wait_replies(client, "c1", 1)
     first_worker.signal(signal.SIGTERM)
     assert first_worker.wait(60) == 0
     processes.append(start_worker(env))
-    post(client, "c1", "after restart")
+    post_accepted(client, "c1", "after restart")
     wait_replies(client, "c1", 2)
     before, after = fake_llm.chat_requests()
     assert before["messages"][0]["role"] == "system"
@@ -102,7 +91,7 @@ def test_worker_killed_mid_turn_gives_exactly_one_reply(
     victim = start_worker(env)
     processes.append(victim)
     fake_llm.sleep_next(30)
-    post(client, "c1", "survive this")
+    post_accepted(client, "c1", "survive this")
     wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=30, what="the slow call")
     victim.kill()
     processes.append(start_worker(env))
@@ -120,8 +109,8 @@ def test_same_platform_message_twice_one_reply(
     processes: list[ServiceProcess],
 ) -> None:
     processes.append(start_worker(env))
-    post(client, "c1", "only once", id="tg-100")
-    post(client, "c1", "only once", id="tg-100")
+    post_accepted(client, "c1", "only once", id="tg-100")
+    post_accepted(client, "c1", "only once", id="tg-100")
     wait_replies(client, "c1", 1)
     time.sleep(1)
     assert len(replies(client, "c1")) == 1
@@ -137,7 +126,7 @@ def test_sigterm_finishes_the_running_turn(
     worker = start_worker(env)
     processes.append(worker)
     fake_llm.sleep_next(2)
-    post(client, "c1", "finish me")
+    post_accepted(client, "c1", "finish me")
     wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=30, what="the call")
     worker.signal(signal.SIGTERM)
     assert worker.wait(60) == 0
@@ -152,9 +141,9 @@ def test_messages_queued_while_no_worker_runs_are_answered_in_order(
     processes: list[ServiceProcess],
 ) -> None:
     for i in range(5):
-        post(client, "queued", f"q{i}")
+        post_accepted(client, "queued", f"q{i}")
     for i in range(3):
-        post(client, f"other{i}", "hi")
+        post_accepted(client, f"other{i}", "hi")
     processes.append(start_worker(env, concurrency=4))
     wait_replies(client, "queued", 5)
     asked = [

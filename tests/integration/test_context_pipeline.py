@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from agent_core.compaction.service import restore_latest
 from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Compaction, Message
+from tests.fixtures import services
 from tests.fixtures.llm_server import Failure, FakeLLM, is_summary_request
 from tests.fixtures.services import (
     GatewayServer,
     conversation,
     hubbub_env,
+    post_accepted,
     replies,
     settings_from_env,
     wait_until,
@@ -59,12 +62,6 @@ def env(db_url: str, fake_llm: FakeLLM, tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def gateway(env: dict[str, str], gateway_factory: Callable[..., GatewayServer]) -> GatewayServer:
     return gateway_factory(settings_from_env(env))
-
-
-@pytest.fixture
-def client(gateway: GatewayServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
-        yield c
 
 
 def group_message(
@@ -102,15 +99,8 @@ def session_of(gateway: GatewayServer, message_id: int) -> ChatSession:
         return chat_session
 
 
-def post(client: httpx.Client, cid: str, text: str) -> None:
-    assert client.post(f"/api/webchat/{cid}/messages", json={"text": text}).status_code == 202
-
-
-def wait_replies(client: httpx.Client, cid: str, n: int) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = wait_until(
-        lambda: (r := replies(client, cid)) and len(r) >= n and r, timeout=60, what="replies"
-    )
-    return found
+# Turns here may wait for a compaction: give replies longer than the default.
+wait_replies = partial(services.wait_replies, timeout=60)
 
 
 class TestLongGroupThread:
@@ -154,7 +144,7 @@ class TestLongGroupThread:
         self, client: httpx.Client, fake_llm: FakeLLM
     ) -> None:
         for i in range(6):
-            post(client, "steady", f"question {i}")
+            post_accepted(client, "steady", f"question {i}")
             wait_replies(client, "steady", i + 1)
         prompts = {r["messages"][0]["content"] for r in chat_requests(fake_llm)}
         assert len(prompts) == 1
@@ -165,25 +155,25 @@ class TestCompressCommand:
         self, client: httpx.Client, fake_llm: FakeLLM
     ) -> None:
         for i in range(8):
-            post(client, "manual", chatter(i))
+            post_accepted(client, "manual", chatter(i))
             wait_replies(client, "manual", i + 1)
-        post(client, "manual", "/compress deploys")
+        post_accepted(client, "manual", "/compress deploys")
         report = wait_replies(client, "manual", 9)[-1]["text"]
         assert report.startswith("Compressed ")
         assert "→" in report
         assert "Summary:" in report
         summary_requests = [r for r in fake_llm.chat_requests() if is_summary_request(r)]
         assert "deploys" in str(summary_requests[-1]["messages"])
-        post(client, "manual", "/usage")
+        post_accepted(client, "manual", "/usage")
         usage = wait_replies(client, "manual", 10)[-1]["text"]
         assert f"of {WINDOW:,} tokens" in usage
         assert "Compaction starts at" in usage
         assert "Compactions so far: 1." in usage
 
     def test_compact_alias_with_nothing_to_compress(self, client: httpx.Client) -> None:
-        post(client, "tiny", "hello")
+        post_accepted(client, "tiny", "hello")
         wait_replies(client, "tiny", 1)
-        post(client, "tiny", "/compact")
+        post_accepted(client, "tiny", "/compact")
         assert "Nothing to compress" in wait_replies(client, "tiny", 2)[-1]["text"]
 
 
@@ -198,7 +188,7 @@ class TestOverflow:
             else None
         )
         for i in range(10):
-            post(client, "small", chatter(i) * 2)
+            post_accepted(client, "small", chatter(i) * 2)
             wait_replies(client, "small", i + 1)
         texts = [r["text"] for r in replies(client, "small")]
         assert all(t.startswith("echo:") for t in texts), texts
@@ -215,7 +205,7 @@ class TestOverflow:
         gateway = gateway_factory(settings_from_env(env))
         fake_llm.fail_next(Failure.overflow())
         with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
-            post(c, "off", "hello")
+            post_accepted(c, "off", "hello")
             (notice,) = wait_replies(c, "off", 1)
         assert "automatic compaction is turned off" in notice["text"]
         assert compactions(gateway) == []
@@ -226,12 +216,12 @@ class TestSummaryFailures:
         self, client: httpx.Client, gateway: GatewayServer, fake_llm: FakeLLM
     ) -> None:
         for i in range(8):
-            post(client, "abort", chatter(i))
+            post_accepted(client, "abort", chatter(i))
             wait_replies(client, "abort", i + 1)
         fake_llm.fail_when = lambda body: (
             Failure.unauthorized() if is_summary_request(body) else None
         )
-        post(client, "abort", "/compress")
+        post_accepted(client, "abort", "/compress")
         text = wait_replies(client, "abort", 9)[-1]["text"]
         assert "nothing was dropped" in text
         assert compactions(gateway) == []
@@ -242,12 +232,12 @@ class TestSummaryFailures:
         self, client: httpx.Client, gateway: GatewayServer, fake_llm: FakeLLM
     ) -> None:
         for i in range(12):
-            post(client, "digest", chatter(i) * 2)
+            post_accepted(client, "digest", chatter(i) * 2)
             wait_replies(client, "digest", i + 1)
         fake_llm.fail_when = lambda body: (
             Failure(400, "unsupported parameter") if is_summary_request(body) else None
         )
-        post(client, "digest", "/compress")
+        post_accepted(client, "digest", "/compress")
         text = wait_replies(client, "digest", 13)[-1]["text"]
         assert "deterministic digest" in text
         (compaction,) = compactions(gateway)
@@ -258,9 +248,9 @@ class TestSummaryFailures:
 class TestRestore:
     def test_a_compaction_can_be_undone(self, client: httpx.Client, gateway: GatewayServer) -> None:
         for i in range(8):
-            post(client, "undo", chatter(i))
+            post_accepted(client, "undo", chatter(i))
             wait_replies(client, "undo", i + 1)
-        post(client, "undo", "/compress")
+        post_accepted(client, "undo", "/compress")
         wait_replies(client, "undo", 9)
         (compaction,) = compactions(gateway)
         with transaction(gateway.runtime.factory) as db:
@@ -323,9 +313,9 @@ class TestSessionsCommand:
         from gateway.cli import app
 
         for i in range(8):
-            post(client, "ops", chatter(i))
+            post_accepted(client, "ops", chatter(i))
             wait_replies(client, "ops", i + 1)
-        post(client, "ops", "/compress")
+        post_accepted(client, "ops", "/compress")
         wait_replies(client, "ops", 9)
         (compaction,) = compactions(gateway)
         for key, value in env.items():

@@ -3,7 +3,8 @@ reply out — on SQLite and on Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from tests.fixtures.services import (
     GatewayServer,
     conversation,
     hubbub_env,
-    replies,
+    post_message,
     settings_from_env,
+    wait_replies,
     wait_until,
 )
 
@@ -33,25 +35,8 @@ def gateway(env: dict[str, str], gateway_factory: Callable[..., GatewayServer]) 
     return gateway_factory(settings_from_env(env))
 
 
-@pytest.fixture
-def client(gateway: GatewayServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
-        yield c
-
-
-def post(client: httpx.Client, cid: str, text: str, **extra: Any) -> httpx.Response:
-    return client.post(f"/api/webchat/{cid}/messages", json={"text": text, "user": "ann"} | extra)
-
-
-def wait_replies(
-    client: httpx.Client, cid: str, n: int, timeout: float = 20
-) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = wait_until(
-        lambda: (r := replies(client, cid)) and len(r) >= n and r,
-        timeout=timeout,
-        what=f"{n} replies in {cid}",
-    )
-    return found
+# The web chat user is ann; the status is the test's to check.
+post = partial(post_message, user="ann")
 
 
 class TestTurn:

@@ -7,8 +7,6 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import discord.gateway
-import discord.http
 import pytest
 
 from adapters.base import BotConfig, DeliveryError
@@ -25,7 +23,11 @@ from tests.fixtures.platform_servers.discord import (
     running_fake_discord,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("_restore_discord_globals"),
+]
 
 TRIGGER = load_payload("message_create_mention")
 
@@ -33,14 +35,6 @@ TRIGGER = load_payload("message_create_mention")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _restore_discord_globals() -> Iterator[None]:
-    rest, gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    yield
-    discord.http.Route.BASE = rest
-    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
 
 
 @pytest.fixture

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import discord
-import discord.gateway
-import discord.http
 import pytest
 
 from adapters.base import BotConfig
@@ -24,10 +21,13 @@ from tests.fixtures.platform_servers.discord import (
     UNCACHED_THREAD_ID,
     FakeDiscord,
     load_payload,
-    running_fake_discord,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("_restore_discord_globals"),
+]
 
 MESSAGE_CONTENT = 1 << 15
 GUILDS = 1 << 0
@@ -38,20 +38,6 @@ DIRECT_MESSAGES = 1 << 12
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def _restore_discord_globals() -> Iterator[None]:
-    rest, gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    yield
-    discord.http.Route.BASE = rest
-    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as server:
-        yield server
 
 
 async def eventually(predicate: Callable[[], Any], what: str, within: float = 10) -> Any:

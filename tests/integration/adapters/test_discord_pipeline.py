@@ -7,13 +7,11 @@ reply is delivered by the Discord deliverer to the fake's REST API.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import discord.gateway
-import discord.http
 import pytest
 from sqlalchemy import select
 
@@ -27,11 +25,13 @@ from tests.fixtures.platform_servers.discord import (
     FakeDiscord,
     SentMessage,
     load_payload,
-    running_fake_discord,
 )
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.usefixtures("_restore_discord_globals"),
+]
 
 NON_LATIN_ECHO = "echo: [ゆきさん] @hubbub 明日のデプロイは何時ですか？ Привет, всё готово? 🚀"  # noqa: RUF001
 
@@ -45,20 +45,6 @@ class Line:
     content: str | None
     platform_id: str | None
     deleted: bool
-
-
-@pytest.fixture(autouse=True)
-def _restore_discord_globals() -> Iterator[None]:
-    rest, gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    yield
-    discord.http.Route.BASE = rest
-    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDiscord]:
-    with running_fake_discord() as server:
-        yield server
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,23 +16,10 @@ from tests.fixtures.platform_servers.slack import (
     BOT_TOKEN,
     FakeSlack,
     SlackFailure,
-    SlackServerThread,
-    fresh,
 )
 from tests.fixtures.services import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def _slack_server() -> Iterator[FakeSlack]:
-    with SlackServerThread() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_slack(_slack_server: FakeSlack) -> Iterator[FakeSlack]:
-    yield from fresh(_slack_server)
 
 
 class Sleeps:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -22,25 +22,12 @@ from tests.fixtures.platform_servers.slack import (
     SIGNING_SECRET,
     FakeSlack,
     SlackFailure,
-    SlackServerThread,
-    fresh,
     load_payload,
     sign,
 )
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def _slack_server() -> Iterator[FakeSlack]:
-    with SlackServerThread() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_slack(_slack_server: FakeSlack) -> Iterator[FakeSlack]:
-    yield from fresh(_slack_server)
 
 
 WEBHOOK = "/webhooks/slack/default"
@@ -66,12 +53,6 @@ def gateway(
     gateway_factory: Callable[..., GatewayServer],
 ) -> GatewayServer:
     return gateway_factory(settings_from_env(slack_env(sqlite_url, tmp_path, fake_llm, fake_slack)))
-
-
-@pytest.fixture
-def client(gateway: GatewayServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
-        yield c
 
 
 def post_event(

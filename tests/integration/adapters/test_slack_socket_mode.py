@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -17,23 +17,10 @@ from tests.fixtures.platform_servers.slack import (
     BOT_TOKEN,
     FakeSlack,
     SlackFailure,
-    SlackServerThread,
-    fresh,
     load_payload,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def _slack_server() -> Iterator[FakeSlack]:
-    with SlackServerThread() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_slack(_slack_server: FakeSlack) -> Iterator[FakeSlack]:
-    yield from fresh(_slack_server)
 
 
 class Sink:

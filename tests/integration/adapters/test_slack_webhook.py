@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -25,24 +24,11 @@ from tests.fixtures.platform_servers.slack import (
     SIGNING_SECRET,
     FakeSlack,
     SlackFailure,
-    SlackServerThread,
-    fresh,
     load_payload,
     sign,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def _slack_server() -> Iterator[FakeSlack]:
-    with SlackServerThread() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake_slack(_slack_server: FakeSlack) -> Iterator[FakeSlack]:
-    yield from fresh(_slack_server)
 
 
 class Sink:
