@@ -46,7 +46,7 @@ from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel, ChatResult
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
-from agent_core.tokens import TokenCounter
+from agent_core.tokens import TokenCounter, rough_tokens
 from workers import metrics
 from workers.models import ModelSet
 from workers.prompting import PromptAssembler
@@ -256,6 +256,8 @@ class Compactor:
         except ConfigError:
             return CompactionReport(trigger, NO_MODEL)
         with transaction(self._factory, durable=False) as db:
+            if trigger is Trigger.BACKGROUND and not self._background_due(db, session_id, main):
+                return CompactionReport(trigger, NOT_NEEDED)
             loaded = self.load(db, session_id, up_to_anchor=up_to_anchor)
         if loaded is None:
             return CompactionReport(trigger, NOT_NEEDED)
@@ -313,6 +315,26 @@ class Compactor:
         )
         return CompactionReport(trigger, result.outcome, result, compaction_id)
 
+    def _background_due(self, db: Session, session_id: str, model: ChatModel) -> bool:
+        """A cheap look at the session row before reading its whole transcript.
+
+        Busy groups ring for background compaction again and again while they are over
+        the line; when automatic compaction is paused (cooldown, anti-thrashing) or the
+        stored totals are under the line, nothing needs loading.
+        """
+        chat_session = db.get(ChatSession, session_id)
+        if chat_session is None:
+            return False
+        if chat_session.active_count >= self._settings.compression.hard_message_limit:
+            return True
+        engine = self.engine(model, engine_state(chat_session))
+        estimate = chat_session.active_tokens + rough_tokens(chat_session.summary or "")
+        estimate += rough_tokens(chat_session.system_prompt or "")
+        estimate = round(estimate * token_calibration(chat_session))
+        if estimate < background_line(engine.threshold_tokens):
+            return False
+        return bool(engine.should_compress(max(estimate, engine.threshold_tokens)))
+
     def _compress(
         self,
         engine: ContextEngine,
@@ -332,6 +354,10 @@ class Compactor:
                 engine, messages, system_prompt=system_prompt, token_counts=counts
             ).compression
         if trigger is Trigger.BACKGROUND:
+            if len(messages) >= self._settings.compression.hard_message_limit:
+                return session_hygiene(
+                    messages, engine, token_counts=counts, known_tokens=tokens
+                ).compression
             # Below the line: nothing to do. Over it, the engine's other rules (disabled,
             # cooldown, anti-thrashing) still decide, judged as if at its threshold.
             if tokens < background_line(engine.threshold_tokens):

@@ -69,6 +69,11 @@ OVERFLOW_DISABLED_NOTICE = (
     "is turned off here, so nothing was compacted. Use /compress to summarise older turns, "
     "/new to start a fresh session, or switch to a model with a larger window."
 )
+OVERFLOW_STUCK_NOTICE = (
+    "This conversation no longer fits the model's context window, and nothing more of it "
+    "can be compacted. Use /new to start a fresh session (this one is kept), or switch to "
+    "a model with a larger window."
+)
 INEFFECTIVE_NOTICE = (
     "Automatic compaction has stopped: the last compactions saved too little. Use "
     "/compress <topic> to summarise with a focus, or /new to start a fresh session."
@@ -340,15 +345,17 @@ class TurnRunner:
                 if not self._settings.compression.enabled:
                     return None, OVERFLOW_DISABLED_NOTICE
                 if attempt == MAX_OVERFLOW_RECOVERIES:
-                    return None, provider_notice(error)
+                    return None, OVERFLOW_STUCK_NOTICE
                 report = self._compact(
                     turn,
                     Trigger.OVERFLOW,
                     model,
                     wait_seconds=self._settings.compression_lease_seconds,
                 )
-                if not report.applied:
+                if report.aborted or report.outcome in ("busy", "lock_error"):
                     return None, provider_notice(error)
+                if not report.applied:
+                    return None, OVERFLOW_STUCK_NOTICE
                 continue
             except ProviderError as error:
                 metrics.ERRORS.labels(type(error).__name__).inc()

@@ -4,8 +4,11 @@ The head is the system prompt plus the first few messages (the original task), u
 summary exists; then it decays to the system prompt alone, or early turns would be
 copied into every later compaction forever. The tail is chosen by token budget, with a
 minimum message count, and moved earlier until no tool call is separated from its results
-and the latest user message and the latest visible assistant reply are inside it. The
-boundaries only ever grow the protected regions, never shrink them.
+and the latest user message and the latest visible assistant reply are inside it — as far
+as the tail's soft ceiling allows. An anchor further back (in a busy group, the bot's last
+answer may be thousands of messages ago) is *pinned* instead: kept verbatim right after
+the summary while everything around it is summarised, so one old reply can never make a
+thread impossible to compact. The boundaries only ever grow the protected regions.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ TAIL_SOFT_CEILING = 1.5
 
 @dataclass(frozen=True, slots=True)
 class Boundaries:
-    """The protected head ``[0, head_end)`` and tail ``[tail_start, n)``."""
+    """The protected head ``[0, head_end)``, tail ``[tail_start, n)`` and pinned anchors."""
 
     head_end: int
     tail_start: int
+    pinned: tuple[int, ...] = ()
+    """Anchors between head and tail kept verbatim (after the summary), in order."""
 
     @property
-    def middle(self) -> range:
+    def middle(self) -> tuple[int, ...]:
         """The indices a compaction summarises."""
-        return range(self.head_end, self.tail_start)
+        pinned = set(self.pinned)
+        return tuple(i for i in range(self.head_end, self.tail_start) if i not in pinned)
 
 
 def minimum_tail_messages(protect_last_n: int) -> int:
@@ -137,19 +143,52 @@ def _latest(messages: Sequence[Message], role: str, *, visible: bool) -> int | N
     return None
 
 
-def keep_anchors_in_tail(messages: Sequence[Message], cut: int) -> int:
-    """Move ``cut`` so the latest user message and latest visible reply are in the tail.
+def keep_anchors_in_tail(
+    messages: Sequence[Message],
+    cut: int,
+    *,
+    tokens: Sequence[int] | None = None,
+    ceiling_tokens: float | None = None,
+    max_messages: int | None = None,
+) -> tuple[int, tuple[int, ...]]:
+    """Keep the latest user message and the latest visible reply out of the summary.
 
     The latest user message is the active task; the latest visible reply is what people
-    last saw the bot say. Neither may disappear into a summary.
+    last saw the bot say. Neither may disappear into a summary. An anchor is taken into
+    the tail when the tail then still fits ``ceiling_tokens`` and ``max_messages`` (no
+    limit when they are ``None``); otherwise it is pinned. An anchor that carries tool
+    calls is always taken into the tail, since its results must follow it.
+
+    Returns:
+        The new cut and the pinned anchor indices, in order.
     """
-    for anchor in (
-        _latest(messages, "user", visible=False),
-        _latest(messages, "assistant", visible=True),
-    ):
-        if anchor is not None:
-            cut = min(cut, anchor)
-    return cut
+    suffix = [0] * (len(messages) + 1)
+    if tokens is not None:
+        for index in range(len(messages) - 1, -1, -1):
+            suffix[index] = suffix[index + 1] + tokens[index]
+    anchors = sorted(
+        {
+            anchor
+            for anchor in (
+                _latest(messages, "user", visible=False),
+                _latest(messages, "assistant", visible=True),
+            )
+            if anchor is not None
+        },
+        reverse=True,
+    )
+    pinned: list[int] = []
+    for anchor in anchors:
+        if anchor >= cut:
+            continue
+        fits = (ceiling_tokens is None or suffix[anchor] <= ceiling_tokens) and (
+            max_messages is None or len(messages) - anchor <= max_messages
+        )
+        if fits or messages[anchor].get("tool_calls"):
+            cut = anchor
+        else:
+            pinned.append(anchor)
+    return cut, tuple(sorted(p for p in pinned if p < cut))
 
 
 def find_boundaries(
@@ -182,7 +221,14 @@ def find_boundaries(
         tokens, head, tail_budget_tokens, minimum_tail_messages(protect_last_n), max_tail_messages
     )
     cut = align_to_tool_groups(cut, parents, len(messages))
-    cut = align_to_tool_groups(keep_anchors_in_tail(messages, cut), parents, len(messages))
+    cut, pinned = keep_anchors_in_tail(
+        messages,
+        cut,
+        tokens=tokens,
+        ceiling_tokens=tail_budget_tokens * TAIL_SOFT_CEILING,
+        max_messages=max_tail_messages,
+    )
+    cut = align_to_tool_groups(cut, parents, len(messages))
     if cut <= head:
         return Boundaries(head, head)
-    return Boundaries(head, cut)
+    return Boundaries(head, cut, tuple(p for p in pinned if head <= p < cut))

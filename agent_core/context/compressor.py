@@ -303,6 +303,7 @@ class ContextCompressor(ContextEngine):
         """
         kept_indices = (
             *range(plan.boundaries.head_end),
+            *plan.boundaries.pinned,
             *range(plan.boundaries.tail_start, len(pruned)),
         )
         kept = identifier_set(
@@ -310,6 +311,9 @@ class ContextCompressor(ContextEngine):
             for i in kept_indices
             if not is_summary_message(pruned[i])
         )
+        # People are not identifiers: in groups their names fill the turns ("bob: try …").
+        speakers = {s for m in pruned if (s := speaker_of(m))}
+        kept |= speakers
         candidates = dict.fromkeys(v for v in recent_identifiers(originals) if v not in kept)
         if plan.previous:
             candidates.update(
@@ -334,9 +338,15 @@ class ContextCompressor(ContextEngine):
             for i in range(plan.boundaries.tail_start, len(messages))
             if not is_summary_message(messages[i])
         ]
+        pinned = list(plan.boundaries.pinned)
         summary = summary_message(draft.body)
-        assembled = [*(pruned[i] for i in head), summary, *(messages[i] for i in tail)]
-        positions: list[int | None] = [*head, None, *tail]
+        assembled = [
+            *(pruned[i] for i in head),
+            summary,
+            *(pruned[i] for i in pinned),
+            *(messages[i] for i in tail),
+        ]
+        positions: list[int | None] = [*head, None, *pinned, *tail]
         repaired = repair_tool_pairs(assembled)
         out = repaired.messages
         sources = [None if s is None else positions[s] for s in repaired.sources]

@@ -60,7 +60,10 @@ _IDENTIFIER = re.compile(
             r"(?P<version>\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b)",
             r"(?P<dotted>\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b)",
             r"(?P<snake>\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*)",
-            r"(?P<camel>\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b)",
+            # camelCase / CamelCase: every capitalised run must be followed by lower case, so
+            # shouting and typos ("mY", "iTS", "inSANE", "pleasE") are not identifiers.
+            r"(?P<camel>\b[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b"
+            r"|\b[a-z][a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b)",
         )
     )
 )

@@ -25,6 +25,7 @@ from agent_core.db.models import (
 )
 from agent_core.llm.model import Usage
 from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.transcript import group_line
 from agent_core.tokens import TokenCounter
 
 PRIVATE = "private"
@@ -145,7 +146,9 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
     if chat_session.next_seq == 0 and conversation.thread_id and incoming.reply_to_platform_id:
         _seed_thread(db, chat_session, incoming.reply_to_platform_id)
     kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
-    tokens = counter.count_message({"role": "user", "content": incoming.text})
+    tokens = _user_tokens(
+        counter, incoming.text, incoming.sender_name, incoming.sender_id, conversation.chat_type
+    )
     chat = kind == MessageKind.CHAT
     allocation = repo.allocate_seq(
         chat_session.id, active_tokens=tokens if chat else 0, active_messages=int(chat)
@@ -178,6 +181,18 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         allocation.active_count,
         tokens if chat else 0,
     )
+
+
+def _user_tokens(
+    counter: TokenCounter,
+    text: str,
+    speaker_name: str | None,
+    speaker_id: str | None,
+    chat_type: str,
+) -> int:
+    """A user message's tokens as the model will see it (with its speaker in groups)."""
+    content = group_line(text, speaker_name, speaker_id) if chat_type == GROUP else text
+    return counter.count_message({"role": "user", "content": content})
 
 
 def _insert_message(db: Session, **values: Any) -> int:
@@ -227,10 +242,15 @@ def record_edit(
     message = repo.get_message_by_platform_id(bot_id, platform_message_id)
     if message is None:
         return None
-    tokens = counter.count_message({"role": message.role, "content": text})
+    chat_session = repo.get(message.session_id)
+    assert chat_session is not None
+    if message.role == "user":
+        tokens = _user_tokens(
+            counter, text, message.speaker_name, message.speaker_id, chat_session.chat_type
+        )
+    else:
+        tokens = counter.count_message({"role": message.role, "content": text})
     if _counts_as_active(message):
-        chat_session = repo.get(message.session_id)
-        assert chat_session is not None
         chat_session.active_tokens += tokens - message.token_count
     message.content = text
     message.token_count = tokens

@@ -22,7 +22,17 @@ class TranscriptRow(Protocol):
 
 def speaker_label(message: TranscriptRow) -> str:
     """How a speaker is named in a group transcript."""
-    return message.speaker_name or message.speaker_id or "someone"
+    return label_of(message.speaker_name, message.speaker_id)
+
+
+def label_of(speaker_name: str | None, speaker_id: str | None) -> str:
+    """The name shown for a speaker: display name, else platform id, else "someone"."""
+    return speaker_name or speaker_id or "someone"
+
+
+def group_line(text: str | None, speaker_name: str | None, speaker_id: str | None) -> str:
+    """A group user message as the model sees it: ``[Speaker] text``."""
+    return f"[{label_of(speaker_name, speaker_id)}] {text or ''}"
 
 
 def to_chat_message(message: TranscriptRow, *, chat_type: str) -> dict[str, Any]:
@@ -33,7 +43,7 @@ def to_chat_message(message: TranscriptRow, *, chat_type: str) -> dict[str, Any]
     """
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "user" and chat_type == GROUP:
-        out["content"] = f"[{speaker_label(message)}] {message.content or ''}"
+        out["content"] = group_line(message.content, message.speaker_name, message.speaker_id)
     if message.tool_calls:
         out["tool_calls"] = message.tool_calls
     if message.tool_call_id:

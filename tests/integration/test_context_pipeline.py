@@ -104,6 +104,30 @@ wait_replies = partial(services.wait_replies, timeout=60)
 
 
 class TestLongGroupThread:
+    def test_a_thread_the_bot_answered_in_stays_compactable(
+        self, gateway: GatewayServer, fake_llm: FakeLLM
+    ) -> None:
+        for i in range(5):  # the head protects the first messages; the answer comes later
+            group_message(gateway, i, chatter(i))
+        question = group_message(gateway, 5, "@bot how do I restart nginx?", addressed=True)
+        wait_until(lambda: chat_requests(fake_llm), timeout=60, what="the evening answer")
+        wait_until(
+            lambda: session_of(gateway, question.message_id).active_count == 7,
+            what="the stored answer",
+        )
+        for i in range(6, 120):
+            group_message(gateway, i, chatter(i))
+        wait_until(lambda: compactions(gateway), timeout=60, what="a background compaction")
+        accepted = group_message(gateway, 120, "@bot and the logs?", addressed=True)
+        wait_until(lambda: len(chat_requests(fake_llm)) == 2, timeout=60, what="the question")
+        messages = chat_requests(fake_llm)[1]["messages"]
+        contents = [str(m["content"]) for m in messages]
+        summary_at = next(i for i, c in enumerate(contents) if SUMMARY_PREFIX in c)
+        answer_at = contents.index("echo: [Chen] @bot how do I restart nginx?")
+        assert summary_at < answer_at, "the old answer is kept verbatim after the summary"
+        assert contents[-1] == "[Alice] @bot and the logs?"
+        assert session_of(gateway, accepted.message_id).last_prompt_tokens < WINDOW - OUTPUT
+
     def test_overnight_chatter_is_compacted_off_the_reply_path(
         self, gateway: GatewayServer, client: httpx.Client, fake_llm: FakeLLM
     ) -> None:

@@ -12,6 +12,7 @@ from agent_core.context.boundaries import (
     tool_result_parents,
 )
 from agent_core.context.markers import summary_message
+from agent_core.tokens import rough_message_tokens
 from tests.unit.agent_core.context.builders import assistant, call, result, system, user
 
 
@@ -92,15 +93,65 @@ class TestToolGroups:
 class TestAnchors:
     def test_latest_user_message_stays(self):
         messages = [user("task"), call("x"), result("x"), call("y"), result("y")]
-        assert keep_anchors_in_tail(messages, 3) == 0
+        assert keep_anchors_in_tail(messages, 3) == (0, ())
 
     def test_latest_visible_reply_stays(self):
         messages = [user("a"), assistant("visible"), user("b"), call("x"), result("x")]
-        assert keep_anchors_in_tail(messages, 2) == 1
+        assert keep_anchors_in_tail(messages, 2) == (1, ())
 
     def test_summary_messages_are_not_anchors(self):
         messages = [user("real"), summary_message("body"), assistant("r")]
-        assert keep_anchors_in_tail(messages, 2) == 0
+        assert keep_anchors_in_tail(messages, 2) == (0, ())
+
+    def test_an_anchor_beyond_the_ceiling_is_pinned_not_pulled(self):
+        messages = [
+            user("q", "ann"),
+            assistant("answer"),
+            *[user(f"chat {i}", "bob") for i in range(6)],
+        ]
+        cut, pinned = keep_anchors_in_tail(
+            messages, 5, tokens=[10] * len(messages), ceiling_tokens=35
+        )
+        assert (cut, pinned) == (5, (1,))
+
+    def test_within_the_ceiling_the_anchor_joins_the_tail(self):
+        messages = [
+            user("q", "ann"),
+            assistant("answer"),
+            *[user(f"chat {i}", "bob") for i in range(3)],
+        ]
+        assert keep_anchors_in_tail(
+            messages, 3, tokens=[10] * len(messages), ceiling_tokens=100
+        ) == (1, ())
+
+    def test_the_message_limit_also_pins(self):
+        messages = [
+            user("q", "ann"),
+            assistant("answer"),
+            *[user(f"chat {i}", "bob") for i in range(6)],
+        ]
+        assert keep_anchors_in_tail(messages, 5, max_messages=4)[1] == (1,)
+
+
+class TestGroupThreadAfterAnAnswer:
+    def test_chatter_after_the_last_answer_can_still_be_compacted(self):
+        messages = [
+            user("how?", "ann"),
+            assistant("like this"),
+            *[user(f"unrelated chatter number {i} " * 5, "bob") for i in range(200)],
+        ]
+        tokens = [rough_message_tokens(m) for m in messages]
+        bounds = find_boundaries(
+            messages,
+            tokens,
+            protect_first_n=0,
+            protect_last_n=20,
+            tail_budget_tokens=300,
+            decayed=True,
+        )
+        assert bounds.pinned == (1,)
+        assert 1 not in bounds.middle
+        assert len(bounds.middle) > 150
 
 
 class TestFindBoundaries:
@@ -145,6 +196,19 @@ class TestFindBoundaries:
 
     def test_latest_user_message_and_reply_pulled_into_tail(self):
         messages = [system(), user("old"), assistant("old reply"), user("the task")]
+        messages += [call(f"c{i}") if i % 2 == 0 else result(f"c{i - 1}") for i in range(4)]
+        bounds = find_boundaries(
+            messages,
+            [10] * len(messages),
+            protect_first_n=0,
+            protect_last_n=3,
+            tail_budget_tokens=40,
+            decayed=True,
+        )
+        assert (bounds.head_end, bounds.tail_start, bounds.pinned) == (1, 2, ())
+
+    def test_anchors_far_back_are_pinned_and_the_tool_run_is_summarised(self):
+        messages = [system(), user("old"), assistant("old reply"), user("the task")]
         messages += [call(f"c{i}") if i % 2 == 0 else result(f"c{i - 1}") for i in range(20)]
         bounds = find_boundaries(
             messages,
@@ -154,4 +218,7 @@ class TestFindBoundaries:
             tail_budget_tokens=30,
             decayed=True,
         )
-        assert (bounds.head_end, bounds.tail_start) == (1, 2)
+        assert bounds.pinned == (2, 3)
+        assert bounds.middle[0] == 1
+        assert all(i not in bounds.middle for i in (2, 3))
+        assert messages[bounds.tail_start].get("tool_calls"), "no tool group is split"

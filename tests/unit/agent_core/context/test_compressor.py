@@ -228,6 +228,16 @@ class TestLedgerInSummary:
         assert outcome.identifiers_carried == tuple(ledger)
         assert outcome.identifiers_dropped == ()
 
+    def test_people_are_not_identifiers(self, engine):
+        messages = long_chat(120)
+        messages[10] = user("hello all, NetworkManager keeps crashing", "CaptainMorgan")
+        messages[11] = user("CaptainMorgan: check journal_ctl output", "snake_nick")
+        outcome = engine.compress(messages)
+        ledger = parse_ledger(outcome.summary or "")
+        assert "NetworkManager" in ledger
+        assert "CaptainMorgan" not in ledger
+        assert "snake_nick" not in ledger
+
     def test_identifiers_the_tail_shows_are_not_repeated(self, engine):
         messages = long_chat(120)
         messages[10] = user("see issue #4242 and #777")

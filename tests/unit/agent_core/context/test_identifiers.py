@@ -60,10 +60,17 @@ class TestFindIdentifiers:
             "deadbeef",  # hex-looking word without digits
             "1234567 42",
             "",
+            "mY iTS inSANE pleasE THe WHat",  # shouting and typos in chat
         ],
     )
     def test_noise_is_not_an_identifier(self, text):
         assert find_identifiers(text) == []
+
+    @pytest.mark.parametrize(
+        "value", ["getHTTPResponse", "XMLHttpRequest", "NetworkManager", "fooBar", "ThinkWiki"]
+    )
+    def test_camel_case_code_names(self, value):
+        assert find_identifiers(f"try {value} now") == [(IdentifierKind.CODE, value)]
 
     def test_url_is_not_split_into_parts(self):
         found = find_identifiers("http://archive.ubuntu.com/ubuntu/pool/main.py")
