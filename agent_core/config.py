@@ -50,6 +50,7 @@ DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_PROTECT_LAST_N = 20
 DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
 DEFAULT_CONTEXT_ENGINE = "compressor"
+DEFAULT_COMPACTION_IDLE_SECONDS = 300.0
 
 CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 
@@ -78,6 +79,7 @@ class CompressionSettings:
     in_place: bool = True
     abort_on_summary_failure: bool = False
     lease_seconds: float = DEFAULT_COMPACTION_LEASE_SECONDS
+    idle_seconds: float = DEFAULT_COMPACTION_IDLE_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,8 @@ class Settings(BaseSettings):
     compression_in_place: bool = True
     compression_abort_on_summary_failure: bool = False
     compression_lease_seconds: float = Field(DEFAULT_COMPACTION_LEASE_SECONDS, gt=0)
+    compression_idle_seconds: float = Field(DEFAULT_COMPACTION_IDLE_SECONDS, ge=0)
+    """A session quiet this long is compacted down if it grew meanwhile (0: never)."""
 
     trigger_mode: TriggerMode = "mention"
     """When env-configured bots answer in groups: ``mention``, ``all`` or ``commands``."""
@@ -275,6 +279,7 @@ class Settings(BaseSettings):
             in_place=self.compression_in_place,
             abort_on_summary_failure=self.compression_abort_on_summary_failure,
             lease_seconds=self.compression_lease_seconds,
+            idle_seconds=self.compression_idle_seconds,
         )
 
 

@@ -58,6 +58,6 @@ class CeleryDispatcher:
         """Queue a delivery attempt."""
         self._app.send_task(DELIVER_TASK, args=[outbox_id], queue=QUEUE)
 
-    def kick_compaction(self, session_id: str) -> None:
-        """Queue a background compaction of the session."""
-        self._app.send_task(COMPACT_TASK, args=[session_id], queue=QUEUE)
+    def kick_compaction(self, session_id: str, trigger: str = "background") -> None:
+        """Queue a compaction of the session off the reply path."""
+        self._app.send_task(COMPACT_TASK, args=[session_id, trigger], queue=QUEUE)

@@ -59,9 +59,20 @@ BACKGROUND_LINE_SHARE = 0.9
 it: a group thread kept under the line never makes a reply wait for a compaction."""
 
 
+IDLE_LINE_SHARE = 0.4
+"""A quiet session over this share of the threshold is compacted down: a session compacts
+to about the tail budget (20 % of the threshold) plus its summary, so this catches one
+that grew well past that since, without compacting sessions that barely changed."""
+
+
 def background_line(threshold_tokens: int) -> int:
     """Where background compaction of a busy thread starts."""
     return int(threshold_tokens * BACKGROUND_LINE_SHARE)
+
+
+def idle_line(threshold_tokens: int) -> int:
+    """How large a quiet session must be to be compacted down."""
+    return int(threshold_tokens * IDLE_LINE_SHARE)
 
 
 class Trigger(StrEnum):
@@ -72,6 +83,7 @@ class Trigger(StrEnum):
     OVERFLOW = "overflow"
     MANUAL = "manual"
     BACKGROUND = "background"
+    IDLE = "idle"
 
 
 BUSY = "busy"
@@ -237,7 +249,11 @@ class Compactor:
             time.sleep(LOCK_POLL_SECONDS)
         try:
             with lock.LeaseKeeper(self._factory, session_id, lock.COMPACTION, owner, lease):
-                return self._run_locked(session_id, trigger, up_to_anchor, focus_topic)
+                report = self._run_locked(session_id, trigger, up_to_anchor, focus_topic)
+            if trigger is Trigger.IDLE and not report.applied:
+                with transaction(self._factory, durable=False) as db:
+                    SessionRepository.from_session(db).mark_compaction_checked(session_id)
+            return report
         finally:
             try:
                 lock.release(self._factory, session_id, lock.COMPACTION, owner)
@@ -256,7 +272,9 @@ class Compactor:
         except ConfigError:
             return CompactionReport(trigger, NO_MODEL)
         with transaction(self._factory, durable=False) as db:
-            if trigger is Trigger.BACKGROUND and not self._background_due(db, session_id, main):
+            if trigger in (Trigger.BACKGROUND, Trigger.IDLE) and not self._background_due(
+                db, session_id, main, trigger
+            ):
                 return CompactionReport(trigger, NOT_NEEDED)
             loaded = self.load(db, session_id, up_to_anchor=up_to_anchor)
         if loaded is None:
@@ -315,7 +333,9 @@ class Compactor:
         )
         return CompactionReport(trigger, result.outcome, result, compaction_id)
 
-    def _background_due(self, db: Session, session_id: str, model: ChatModel) -> bool:
+    def _background_due(
+        self, db: Session, session_id: str, model: ChatModel, trigger: Trigger
+    ) -> bool:
         """A cheap look at the session row before reading its whole transcript.
 
         Busy groups ring for background compaction again and again while they are over
@@ -331,9 +351,15 @@ class Compactor:
         estimate = chat_session.active_tokens + rough_tokens(chat_session.summary or "")
         estimate += rough_tokens(chat_session.system_prompt or "")
         estimate = round(estimate * token_calibration(chat_session))
-        if estimate < background_line(engine.threshold_tokens):
+        if estimate < self._line(trigger, engine.threshold_tokens):
             return False
         return bool(engine.should_compress(max(estimate, engine.threshold_tokens)))
+
+    @staticmethod
+    def _line(trigger: Trigger, threshold_tokens: int) -> int:
+        if trigger is Trigger.IDLE:
+            return idle_line(threshold_tokens)
+        return background_line(threshold_tokens)
 
     def _compress(
         self,
@@ -353,14 +379,14 @@ class Compactor:
             return preflight(
                 engine, messages, system_prompt=system_prompt, token_counts=counts
             ).compression
-        if trigger is Trigger.BACKGROUND:
+        if trigger in (Trigger.BACKGROUND, Trigger.IDLE):
             if len(messages) >= self._settings.compression.hard_message_limit:
                 return session_hygiene(
                     messages, engine, token_counts=counts, known_tokens=tokens
                 ).compression
             # Below the line: nothing to do. Over it, the engine's other rules (disabled,
             # cooldown, anti-thrashing) still decide, judged as if at its threshold.
-            if tokens < background_line(engine.threshold_tokens):
+            if tokens < self._line(trigger, engine.threshold_tokens):
                 return None
             if not engine.should_compress(max(tokens, engine.threshold_tokens)):
                 return None

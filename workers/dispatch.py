@@ -20,6 +20,10 @@ class Dispatcher(Protocol):
         """Make sure a due reply gets delivered."""
         ...
 
-    def kick_compaction(self, session_id: str) -> None:
-        """Compact the session in the background if it is over its line."""
+    def kick_compaction(self, session_id: str, trigger: str = "background") -> None:
+        """Compact the session off the reply path if it is over the trigger's line.
+
+        ``trigger`` is ``background`` (a busy thread crossed its line) or ``idle`` (a quiet
+        session grew since its last compaction).
+        """
         ...

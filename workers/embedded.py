@@ -75,24 +75,24 @@ class EmbeddedRunner:
         """Schedule a delivery attempt."""
         self._submit(self._runtime.delivery.deliver, outbox_id)
 
-    def kick_compaction(self, session_id: str) -> None:
-        """Schedule a background compaction unless one is already waiting for this session."""
+    def kick_compaction(self, session_id: str, trigger: str = Trigger.BACKGROUND) -> None:
+        """Schedule a compaction unless one is already waiting for this session."""
         with self._lock:
             if session_id in self._compacting:
                 return
             self._compacting.add(session_id)
-        self._submit(self._compact, session_id)
+        self._submit(self._compact, session_id, trigger)
 
-    def _compact(self, session_id: str) -> str:
+    def _compact(self, session_id: str, trigger: str) -> str:
         with self._lock:
             self._compacting.discard(session_id)
-        return self._runtime.turns.compactor.run(session_id, Trigger.BACKGROUND).outcome
+        return self._runtime.turns.compactor.run(session_id, Trigger(trigger)).outcome
 
     def _sweep_loop(self) -> None:
         interval = self._runtime.settings.sweep_interval_seconds
         while True:
             try:
-                sweep(self._runtime.factory, self, self._runtime.delivery)
+                sweep(self._runtime.factory, self, self._runtime.delivery, idle=self._runtime.idle)
             except Exception:
                 log.exception("sweep failed")
             if self._closing.wait(interval):

@@ -17,11 +17,12 @@ from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.tokens import TokenCounter
 from workers.bots import BotDirectory
-from workers.compaction import background_line
+from workers.compaction import background_line, idle_line
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
 from workers.intake import BackgroundCompaction, Intake
 from workers.models import ModelSet
+from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,21 @@ def background_compaction(settings: Settings, models: ModelSet) -> BackgroundCom
         token_line=background_line(threshold),
         message_line=settings.compression.hard_message_limit,
     )
+
+
+def idle_compaction(settings: Settings, models: ModelSet) -> IdleCompaction | None:
+    """The quiet-session compaction rule for this deployment's model, if it is on."""
+    compression = settings.compression
+    if not compression.enabled or compression.idle_seconds <= 0:
+        return None
+    try:
+        model = models.main()
+    except ConfigError:
+        return None
+    threshold = compute_threshold_tokens(
+        model.context_length, compression.threshold, model.max_output_tokens
+    )
+    return IdleCompaction(seconds=compression.idle_seconds, min_tokens=idle_line(threshold))
 
 
 class Runtime:
@@ -74,6 +90,7 @@ class Runtime:
         )
         self.stopping = threading.Event()
         self.models = ModelSet(settings, main=model_factory)
+        self.idle = idle_compaction(settings, self.models)
         self.turns = TurnRunner(
             settings, self.factory, self.delivery, self.models, stopping=self.stopping
         )

@@ -7,6 +7,7 @@ harmless: drains are serialised by the session lease and deliveries by their cla
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,21 +25,48 @@ GRACE_SECONDS = 2.0
 """Work younger than this is left to its own doorbell."""
 
 
+@dataclass(frozen=True, slots=True)
+class IdleCompaction:
+    """When a quiet session is compacted down, so the next question finds it small.
+
+    A busy group is compacted whenever it crosses its background line, which leaves it
+    anywhere below that line when the chatter stops. Once it has been quiet for
+    ``seconds``, a session that still holds ``min_tokens`` or more (and grew since its
+    last compaction) is compacted off the reply path.
+    """
+
+    seconds: float
+    min_tokens: int
+
+
 def sweep(
-    factory: sessionmaker[Session], dispatcher: Dispatcher, delivery: DeliveryService
+    factory: sessionmaker[Session],
+    dispatcher: Dispatcher,
+    delivery: DeliveryService,
+    *,
+    idle: IdleCompaction | None = None,
 ) -> tuple[int, int]:
-    """Ring for stranded sessions and due replies; returns how many of each."""
+    """Ring for stranded sessions, due replies and quiet sessions worth compacting.
+
+    Returns how many sessions and replies it rang for.
+    """
     now = utcnow()
     grace = now - timedelta(seconds=GRACE_SECONDS)
+    quiet: list[str] = []
     with transaction(factory) as db:
-        sessions = SessionRepository.from_session(db).sessions_needing_turns(
-            now=now, created_before=grace
-        )
+        repo = SessionRepository.from_session(db)
+        sessions = repo.sessions_needing_turns(now=now, created_before=grace)
         replies = OutboxRepository.from_session(db).due(now=now, created_before=grace)
+        if idle is not None:
+            quiet = repo.idle_sessions(
+                quiet_since=now - timedelta(seconds=idle.seconds), min_tokens=idle.min_tokens
+            )
     for session_id in sessions:
         dispatcher.kick_session(session_id)
     for outbox_id in replies:
         dispatcher.kick_delivery(outbox_id)
+    for session_id in quiet:
+        dispatcher.kick_compaction(session_id, "idle")
     expired = delivery.expire_stale_claims()
     if sessions or replies or expired:
         log.info(

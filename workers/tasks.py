@@ -47,16 +47,16 @@ def deliver_reply(outbox_id: int) -> bool:
 
 
 @app.task(name=COMPACT_TASK)
-def compact_session(session_id: str) -> str:
-    """Compact a session off the reply path (busy group threads between turns)."""
-    return runtime().turns.compactor.run(session_id, Trigger.BACKGROUND).outcome
+def compact_session(session_id: str, trigger: str = Trigger.BACKGROUND) -> str:
+    """Compact a session off the reply path (busy or quiet group threads between turns)."""
+    return runtime().turns.compactor.run(session_id, Trigger(trigger)).outcome
 
 
 def _sweep_loop() -> None:
     rt = runtime()
     while not _sweeper_stop.wait(rt.settings.sweep_interval_seconds):
         try:
-            sweep(rt.factory, rt.dispatcher, rt.delivery)
+            sweep(rt.factory, rt.dispatcher, rt.delivery, idle=rt.idle)
         except Exception:
             log.exception("sweep failed")
 
@@ -73,7 +73,7 @@ def _on_ready(**_: Any) -> None:
     rt = runtime()
     if rt.settings.worker_metrics_port:
         start_http_server(rt.settings.worker_metrics_port, addr=rt.settings.host)
-    sweep(rt.factory, rt.dispatcher, rt.delivery)
+    sweep(rt.factory, rt.dispatcher, rt.delivery, idle=rt.idle)
     threading.Thread(target=_sweep_loop, name="hubbub-sweep", daemon=True).start()
     log.info("worker ready", extra={"concurrency": rt.settings.worker_concurrency})
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.context import CompressionResult, EngineState, summary_message
+from agent_core.db.base import utcnow
 from agent_core.db.models import ChatSession, Compaction
 from agent_core.sessions.transcript import to_chat_message
 from agent_core.tokens import TokenCounter
@@ -213,6 +214,7 @@ def apply_compaction(
         chat_session.summary_anchor_seq, chat_session.summary_seq = position
     store_engine_state(chat_session, state)
     chat_session.active_tokens, chat_session.active_count = repo.recount(chat_session.id)
+    chat_session.last_compacted_at = utcnow()
     db.flush()
     return compaction
 

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, exists, func, select, update
 from sqlalchemy.orm import Session
 
+from agent_core.db.base import utcnow
 from agent_core.db.models import (
     ChatSession,
     Message,
@@ -98,6 +99,7 @@ class SessionRepository:
         """
         values: dict[str, Any] = {
             "next_seq": ChatSession.next_seq + 1,
+            "last_message_at": utcnow(),
             "active_tokens": ChatSession.active_tokens + active_tokens,
             "active_count": ChatSession.active_count + active_messages,
             "tokens_spent": ChatSession.tokens_spent + spent_tokens,
@@ -238,6 +240,36 @@ class SessionRepository:
             )
         )
         return int(total or 0)
+
+    def mark_compaction_checked(self, session_id: str) -> None:
+        """Record that the session was looked at, so a quiet one is not looked at again."""
+        self.session.execute(
+            update(ChatSession)
+            .where(ChatSession.id == session_id)
+            .values(last_compacted_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+
+    def idle_sessions(
+        self, *, quiet_since: datetime, min_tokens: int, limit: int = 100
+    ) -> list[str]:
+        """Current sessions gone quiet that grew since their last compaction.
+
+        Quiet since ``quiet_since``, with ``min_tokens`` or more in active messages, and
+        messages after their last compaction.
+        """
+        query = (
+            select(ChatSession.id)
+            .where(
+                ChatSession.is_current.is_(True),
+                ChatSession.last_message_at < quiet_since,
+                ChatSession.active_tokens >= min_tokens,
+                (ChatSession.last_compacted_at.is_(None))
+                | (ChatSession.last_compacted_at < ChatSession.last_message_at),
+            )
+            .limit(limit)
+        )
+        return list(self.session.scalars(query))
 
     def sessions_needing_turns(self, *, now: datetime, created_before: datetime) -> list[str]:
         """Sessions with waiting messages and no live turn lease (their drain died or was lost)."""

@@ -174,6 +174,32 @@ class TestLongGroupThread:
         assert len(prompts) == 1
 
 
+class TestQuietSessions:
+    def test_a_quiet_session_that_grew_is_compacted_down_once(
+        self,
+        db_url: str,
+        tmp_path: Path,
+        fake_llm: FakeLLM,
+        gateway_factory: Callable[..., GatewayServer],
+    ) -> None:
+        env = hubbub_env(
+            db_url=db_url,
+            home=tmp_path,
+            fake=fake_llm,
+            context_length=WINDOW,
+            max_output_tokens=OUTPUT,
+            compression_idle_seconds="1",
+        )
+        gateway = gateway_factory(settings_from_env(env))
+        for i in range(42):  # over the idle line, under the background line
+            group_message(gateway, i, chatter(i), chat="quiet")
+        assert compactions(gateway) == []
+        (compaction,) = wait_until(lambda: compactions(gateway), timeout=30, what="idle")
+        assert compaction.trigger == Trigger.IDLE
+        time.sleep(1.5)  # several more sweeps
+        assert len(compactions(gateway)) == 1
+
+
 class TestCompressCommand:
     def test_manual_compress_reports_and_usage_shows_the_gauge(
         self, client: httpx.Client, fake_llm: FakeLLM

@@ -44,6 +44,12 @@ class ChatSession(TimestampMixin, Base):
     is_current: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     next_seq: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    last_message_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime(), nullable=True, index=True
+    )
+    """When the session last received or sent a message."""
+    last_compacted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    """When the session was last compacted, or found not worth compacting while quiet."""
     """Last sequence number handed out; bumping it under a row lock orders arrivals."""
 
     system_prompt: Mapped[str | None] = mapped_column(Text, nullable=True)
