@@ -17,8 +17,10 @@ from enum import StrEnum
 
 LEDGER_HEADING = "## Critical Identifiers"
 LEDGER_NOTE = "(verbatim from the compacted turns, most recent first)"
-LEDGER_SHARE = 0.25
-"""Share of the summary budget reserved for the ledger."""
+LEDGER_SHARE = 0.75
+"""Most of the summary budget the ledger may take. The prose gets whatever the ledger does
+not use, so a chat with few identifiers loses nothing; a busy technical group (hundreds of
+paths and URLs a night) keeps them verbatim rather than paraphrased."""
 LEDGER_CHARS_PER_TOKEN = 3
 """Identifiers tokenise worse than prose (hashes, paths), so the ledger is sized cautiously."""
 LEDGER_LINE_OVERHEAD_TOKENS = 2

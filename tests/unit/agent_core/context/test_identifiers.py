@@ -119,4 +119,4 @@ class TestLedger:
         assert ledger.tokens >= identifier_tokens("a_b") * 2
 
     def test_budget_share(self):
-        assert ledger_budget_tokens(4_000) == 1_000
+        assert ledger_budget_tokens(4_000) == 3_000
