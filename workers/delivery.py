@@ -129,6 +129,8 @@ class DeliveryService:
         """Show a typing indicator in the session's chat; never fails the turn."""
         try:
             deliverer, loop = self._deliverer(chat_session.bot_id)
+            if type(deliverer).send_typing is Deliverer.send_typing:
+                return  # this platform shows no typing indicator; skip the loop round trip
             target = ChatTarget(
                 platform=chat_session.platform,
                 bot_name=deliverer.config.bot_name,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -78,6 +80,19 @@ INEFFECTIVE_NOTICE = (
     "Automatic compaction has stopped: the last compactions saved too little. Use "
     "/compress <topic> to summarise with a focus, or /new to start a fresh session."
 )
+
+
+@lru_cache(maxsize=256)
+def _text_tokens(counter: TokenCounter, text: str) -> int:
+    """Token count of a text seen again and again (a session's frozen system prompt)."""
+    return counter.count_text(text)
+
+
+def _valid_for_provider(messages: list[dict[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages`` with tool pairs repaired; without tool messages there is nothing to do."""
+    if any(m.get("tool_calls") or m.get("role") == "tool" for m in messages):
+        return repair_tool_pairs(messages).messages
+    return messages
 
 
 def provider_notice(error: ProviderError) -> str:
@@ -272,18 +287,18 @@ class TurnRunner:
     def _preflight(self, turn: _Turn, model: ChatModel) -> None:
         """Compact before the call when the request would cross the compressor threshold."""
         engine = self.compactor.engine(model, turn.state)
-        rough = estimate_request_tokens_rough(turn.transcript.messages)
-        if engine.should_defer_preflight(rough):
-            return
         decision = engine.should_compress(self._prompt_tokens(turn))
         if decision:
-            self._compact(turn, Trigger.PREFLIGHT, model)
+            # Only now is the rough estimate worth computing (it walks the transcript).
+            rough = estimate_request_tokens_rough(turn.transcript.messages)
+            if not engine.should_defer_preflight(rough):
+                self._compact(turn, Trigger.PREFLIGHT, model)
         elif decision.reason is DecisionReason.INEFFECTIVE:
             self._warn_ineffective_once(turn)
 
     def _counted_tokens(self, turn: _Turn) -> int:
         """Our exact count of the next request: stored counts plus the system prompt."""
-        return turn.transcript.tokens + self._counter.count_text(turn.system_prompt)
+        return turn.transcript.tokens + _text_tokens(self._counter, turn.system_prompt)
 
     def _prompt_tokens(self, turn: _Turn) -> int:
         """The next request's size as the provider will count it (calibrated)."""
@@ -339,7 +354,7 @@ class TurnRunner:
         for attempt in range(MAX_OVERFLOW_RECOVERIES + 1):
             agent = Agent(model, system_prompt=turn.system_prompt)
             try:
-                reply = agent.respond(repair_tool_pairs(turn.transcript.messages).messages)
+                reply = agent.respond(_valid_for_provider(turn.transcript.messages))
             except ContextOverflow as error:
                 metrics.ERRORS.labels("ContextOverflow").inc()
                 if not self._settings.compression.enabled:

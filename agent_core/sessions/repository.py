@@ -68,6 +68,12 @@ class SessionRepository:
             select(ChatSession).where(ChatSession.key == key, ChatSession.is_current.is_(True))
         )
 
+    def current_session_id(self, key: str) -> str | None:
+        """The current session's id for a conversation key (no row loaded)."""
+        return self.session.scalar(
+            select(ChatSession.id).where(ChatSession.key == key, ChatSession.is_current.is_(True))
+        )
+
     def list_recent(self, *, limit: int, platform: str | None = None) -> list[ChatSession]:
         """The most recently created sessions, newest first."""
         query = select(ChatSession).order_by(ChatSession.created_at.desc()).limit(limit)

@@ -142,21 +142,24 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         )
         if existing is not None:
             return RecordResult(existing.id, existing.session_id, True, False)
-    chat_session = get_or_create_session(db, conversation)
-    if chat_session.next_seq == 0 and conversation.thread_id and incoming.reply_to_platform_id:
-        _seed_thread(db, chat_session, incoming.reply_to_platform_id)
+    session_id = repo.current_session_id(conversation.key)
+    if session_id is None:
+        chat_session = get_or_create_session(db, conversation)
+        session_id = chat_session.id
+        if chat_session.next_seq == 0 and conversation.thread_id and incoming.reply_to_platform_id:
+            _seed_thread(db, chat_session, incoming.reply_to_platform_id)
     kind = MessageKind.COMMAND if incoming.is_command else MessageKind.CHAT
     tokens = _user_tokens(
         counter, incoming.text, incoming.sender_name, incoming.sender_id, conversation.chat_type
     )
     chat = kind == MessageKind.CHAT
     allocation = repo.allocate_seq(
-        chat_session.id, active_tokens=tokens if chat else 0, active_messages=int(chat)
+        session_id, active_tokens=tokens if chat else 0, active_messages=int(chat)
     )
     seq = allocation.seq
     message_id = _insert_message(
         db,
-        session_id=chat_session.id,
+        session_id=session_id,
         bot_id=conversation.bot_id,
         seq=seq,
         anchor_seq=seq,
@@ -174,7 +177,7 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
     )
     return RecordResult(
         int(message_id),
-        chat_session.id,
+        session_id,
         False,
         incoming.triggers,
         allocation.active_tokens,
