@@ -137,15 +137,15 @@ class TestRaces:
         engine = create_db_engine(db_url)
         factory = make_session_factory(engine)
         try:
-            deadline = time.monotonic() + 30
-            while lock.acquire(factory, session_id, lock.COMPACTION, "probe", 0.01):
-                lock.release(factory, session_id, lock.COMPACTION, "probe")
+            deadline = time.monotonic() + 60
+            while _owner(factory, session_id) != "doomed":
                 assert time.monotonic() < deadline, "holder never took the lease"
                 time.sleep(0.05)
             holder.kill()
             holder.join()
+            killed_at = time.monotonic()
             assert not lock.acquire(factory, session_id, lock.COMPACTION, "next", 30)
-            time.sleep(1.2)
+            time.sleep(max(0.0, HOLDER_LEASE + 0.3 - (time.monotonic() - killed_at)))
             assert lock.acquire(factory, session_id, lock.COMPACTION, "next", 30)
         finally:
             engine.dispose()
@@ -179,9 +179,28 @@ def _critical_section_worker(db_url: str, session_id: str, rounds: int) -> int:
     return done
 
 
+HOLDER_LEASE = 3.0
+"""Long enough that a loaded machine still renews it well before it runs out."""
+
+
+def _owner(factory: sessionmaker[Session], session_id: str) -> str | None:
+    from sqlalchemy import select
+
+    from agent_core.db.models import SessionLock
+
+    with transaction(factory) as db:
+        return db.scalar(
+            select(SessionLock.owner).where(
+                SessionLock.session_id == session_id, SessionLock.kind == lock.COMPACTION
+            )
+        )
+
+
 def _hold_forever(db_url: str, session_id: str) -> None:
     import agent_core  # noqa: F401
 
     factory = make_session_factory(create_db_engine(db_url))
-    with lock.held(factory, session_id, lock.COMPACTION, "doomed", 1.0):
+    while not lock.acquire(factory, session_id, lock.COMPACTION, "doomed", HOLDER_LEASE):
+        time.sleep(0.05)
+    with lock.LeaseKeeper(factory, session_id, lock.COMPACTION, "doomed", HOLDER_LEASE):
         time.sleep(3600)
