@@ -24,8 +24,8 @@ from agent_core.agent import Agent, TurnReply
 from agent_core.compaction.service import (
     Transcript,
     engine_state,
-    record_token_calibration,
-    store_engine_state,
+    engine_state_values,
+    with_token_calibration,
 )
 from agent_core.config import Settings
 from agent_core.context import (
@@ -407,39 +407,37 @@ class TurnRunner:
         """
         compact_later = False
         with transaction(self._factory, durable=False) as db:
-            chat_session = SessionRepository.from_session(db).get(
-                turn.chat_session.id, for_update=True
-            )
-            if chat_session is None:
-                return None
+            # The turn's own copy of the session has what a reply needs (ids, chat); the
+            # reply's sequence number row-locks the session for the state update below.
             outbox_id = self._record(
-                db, chat_session, turn.message, text, kind, reply, notices=turn.notices
+                db, turn.chat_session, turn.message, text, kind, reply, notices=turn.notices
             )
             if outbox_id is not None and reply is not None:
-                compact_later = self._judge_usage(chat_session, turn, reply, model)
+                compact_later = self._judge_usage(db, turn, reply, model)
         if compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(turn.chat_session.id)
         return outbox_id
 
-    def _judge_usage(
-        self, chat_session: ChatSession, turn: _Turn, reply: TurnReply, model: ChatModel
-    ) -> bool:
+    def _judge_usage(self, db: Session, turn: _Turn, reply: TurnReply, model: ChatModel) -> bool:
         """Feed the provider's real prompt size to the engine; True when it asks to compact.
 
         If a compaction committed while the model was answering, this usage measured the
         transcript before it and says nothing about the new one, so it is not applied.
         """
-        if chat_session.summary_version != turn.summary_version:
+        repo = SessionRepository.from_session(db)
+        stored = repo.stored_state(turn.chat_session.id)
+        if stored is None or stored.summary_version != turn.summary_version:
             return False
-        engine = self.compactor.engine(model, engine_state(chat_session))
+        engine = self.compactor.engine(model, engine_state(stored))
         engine.update_from_response(reply.usage)
-        store_engine_state(chat_session, engine.state)
+        context_state = dict(stored.context_state or {})
         if reply.usage is not None:
-            record_token_calibration(
-                chat_session,
+            context_state = with_token_calibration(
+                context_state,
                 provider_tokens=reply.usage.prompt_tokens,
                 counted_tokens=self._counted_tokens(turn),
             )
+        repo.update_columns(turn.chat_session.id, engine_state_values(engine.state, context_state))
         if not self._settings.compression.enabled:
             return False
         tokens = post_response_tokens(

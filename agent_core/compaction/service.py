@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
@@ -33,7 +34,19 @@ PRE_COMPACTION_KEY = "pre_compaction"
 """Where a pruned message keeps its original, in its ``meta``."""
 
 
-def engine_state(chat_session: ChatSession) -> EngineState:
+class StoredState(Protocol):
+    """The session columns the engine state lives in (a session row or a light row)."""
+
+    compaction_count: int
+    ineffective_compactions: int
+    summary: str | None
+    summary_version: int
+    compaction_cooldown_until: datetime | None
+    last_prompt_tokens: int
+    context_state: dict[str, Any]
+
+
+def engine_state(chat_session: StoredState) -> EngineState:
     """The context engine's state as stored on the session."""
     extra = chat_session.context_state or {}
     return EngineState.from_dict(
@@ -49,19 +62,24 @@ def engine_state(chat_session: ChatSession) -> EngineState:
     )
 
 
+def engine_state_values(state: EngineState, context_state: dict[str, Any]) -> dict[str, Any]:
+    """The session column values that store ``state`` (``context_state`` keeps its other keys)."""
+    data = state.to_dict()
+    return {
+        "compaction_count": state.compression_count,
+        "ineffective_compactions": state.ineffective_count,
+        "summary": state.summary,
+        "summary_version": state.summary_version,
+        "compaction_cooldown_until": state.cooldown_until,
+        "last_prompt_tokens": state.last_prompt_tokens,
+        "context_state": {**context_state, **{key: data[key] for key in _STATE_IN_JSON}},
+    }
+
+
 def store_engine_state(chat_session: ChatSession, state: EngineState) -> None:
     """Write the engine's state onto the session (columns plus ``context_state``)."""
-    chat_session.compaction_count = state.compression_count
-    chat_session.ineffective_compactions = state.ineffective_count
-    chat_session.summary = state.summary
-    chat_session.summary_version = state.summary_version
-    chat_session.compaction_cooldown_until = state.cooldown_until
-    chat_session.last_prompt_tokens = state.last_prompt_tokens
-    data = state.to_dict()
-    chat_session.context_state = {
-        **(chat_session.context_state or {}),
-        **{key: data[key] for key in _STATE_IN_JSON},
-    }
+    for column, value in engine_state_values(state, chat_session.context_state or {}).items():
+        setattr(chat_session, column, value)
 
 
 CALIBRATION_KEY = "token_calibration"
@@ -69,7 +87,7 @@ CALIBRATION_BOUNDS = (0.5, 2.0)
 """Provider counts outside this band of ours mean something else is wrong; clamp."""
 
 
-def token_calibration(chat_session: ChatSession) -> float:
+def token_calibration(chat_session: StoredState) -> float:
     """Provider tokens per token of our count for this session (1.0 until measured).
 
     Our counts use the tiktoken encoding of the model's family (``cl100k_base`` when
@@ -80,18 +98,18 @@ def token_calibration(chat_session: ChatSession) -> float:
     return float(value)
 
 
-def record_token_calibration(
-    chat_session: ChatSession, *, provider_tokens: int, counted_tokens: int
-) -> None:
-    """Learn the calibration from a response: the provider's count against ours."""
+def with_token_calibration(
+    context_state: dict[str, Any], *, provider_tokens: int, counted_tokens: int
+) -> dict[str, Any]:
+    """``context_state`` with the calibration learnt from a response.
+
+    The ratio is the provider's count against ours; unchanged when either is missing.
+    """
     if provider_tokens <= 0 or counted_tokens <= 0:
-        return
+        return context_state
     low, high = CALIBRATION_BOUNDS
     ratio = min(max(provider_tokens / counted_tokens, low), high)
-    chat_session.context_state = {
-        **(chat_session.context_state or {}),
-        CALIBRATION_KEY: round(ratio, 4),
-    }
+    return {**context_state, CALIBRATION_KEY: round(ratio, 4)}
 
 
 @dataclass(frozen=True, slots=True)

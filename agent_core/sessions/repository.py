@@ -121,6 +121,29 @@ class SessionRepository:
         ).one()
         return SeqAllocation(int(row[0]), int(row[1]), int(row[2]))
 
+    def stored_state(self, session_id: str) -> Row[Any] | None:
+        """Just the engine-state columns of a session (the prompt text is not loaded)."""
+        return self.session.execute(
+            select(
+                ChatSession.compaction_count,
+                ChatSession.ineffective_compactions,
+                ChatSession.summary,
+                ChatSession.summary_version,
+                ChatSession.compaction_cooldown_until,
+                ChatSession.last_prompt_tokens,
+                ChatSession.context_state,
+            ).where(ChatSession.id == session_id)
+        ).first()
+
+    def update_columns(self, session_id: str, values: dict[str, Any]) -> None:
+        """Set session columns without loading the row."""
+        self.session.execute(
+            update(ChatSession)
+            .where(ChatSession.id == session_id)
+            .values(values)
+            .execution_options(synchronize_session=False)
+        )
+
     def counters(self, session_id: str) -> tuple[int, int]:
         """The session's running (active tokens, active messages) totals."""
         row = self.session.execute(
