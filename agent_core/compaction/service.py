@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.context import CompressionResult, EngineState, summary_message
 from agent_core.db.base import utcnow
 from agent_core.db.models import ChatSession, Compaction
-from agent_core.sessions.transcript import to_chat_message
+from agent_core.sessions.transcript import chat_message
 from agent_core.tokens import TokenCounter
 
 _STATE_IN_JSON = (
@@ -128,9 +127,11 @@ class Transcript:
 
 
 def build_transcript(
-    rows: Sequence[Row[Any]], chat_session: ChatSession, counter: TokenCounter
+    rows: Sequence[Sequence[Any]], chat_session: ChatSession, counter: TokenCounter
 ) -> Transcript:
     """The transcript of ``rows`` (active messages in order) with the session's summary.
+
+    Each row holds ``TRANSCRIPT_COLUMNS`` in that order.
 
     The summary sits where the earliest archived message sat: after the protected head,
     before everything that came later.
@@ -140,13 +141,39 @@ def build_transcript(
     counts: list[int] = []
     summary = summary_message(chat_session.summary) if chat_session.summary else None
     position = (chat_session.summary_anchor_seq or 0, chat_session.summary_seq or 0)
-    for row in rows:
-        if summary is not None and (row.anchor_seq, row.seq) >= position:
+    chat_type = chat_session.chat_type
+    # Rows are TRANSCRIPT_COLUMNS, unpacked by position: this runs over the whole active
+    # transcript on every turn, and named access on each row costs several times more.
+    for (
+        message_id,
+        anchor_seq,
+        seq,
+        role,
+        content,
+        tool_calls,
+        tool_call_id,
+        name,
+        speaker_id,
+        speaker_name,
+        token_count,
+    ) in rows:
+        if summary is not None and (anchor_seq, seq) >= position:
             _append_summary(summary, messages, ids, counts, counter)
             summary = None
-        messages.append(to_chat_message(row, chat_type=chat_session.chat_type))
-        ids.append(int(row.id))
-        counts.append(int(row.token_count))
+        messages.append(
+            chat_message(
+                role,
+                content,
+                tool_calls,
+                tool_call_id,
+                name,
+                speaker_id,
+                speaker_name,
+                chat_type=chat_type,
+            )
+        )
+        ids.append(int(message_id))
+        counts.append(int(token_count))
     if summary is not None:
         _append_summary(summary, messages, ids, counts, counter)
     return Transcript(messages, ids, counts)

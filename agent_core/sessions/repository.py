@@ -41,7 +41,7 @@ TRANSCRIPT_COLUMNS = (
     Message.speaker_name,
     Message.token_count,
 )
-"""What a transcript row carries (see :mod:`agent_core.sessions.transcript`)."""
+"""What a transcript row carries, in the order ``build_transcript`` unpacks it."""
 
 
 class SessionRepository:
