@@ -233,7 +233,8 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None,
     ) -> _Draft:
         """Serialise the middle, build the ledger and ask the summary model(s)."""
-        speakers = Counter(s for i in plan.middle if (s := speaker_of(messages[i])))
+        speaker_names = [speaker_of(m) for m in messages]
+        speakers = Counter(s for i in plan.middle if (s := speaker_names[i]))
         context = PromptContext(
             today=self._clock().date(),
             budget_tokens=summary_budget_tokens(
@@ -261,7 +262,7 @@ class ContextCompressor(ContextEngine):
                 turns.append(serialize_turn(pruned[index], tool_names, cap))
         # The ledger never passes through the summary model, so only the model's share of
         # the budget is bounded by the summary model's window.
-        ledger = self._ledger(pruned, plan, originals, context.budget_tokens)
+        ledger = self._ledger(pruned, plan, originals, speaker_names, context.budget_tokens)
         model_budget = min(context.budget_tokens - ledger.tokens, limits.max_output_tokens)
         context = replace(context, budget_tokens=max(1, model_budget))
         previous = without_ledger(plan.previous) if plan.previous else None
@@ -291,7 +292,12 @@ class ContextCompressor(ContextEngine):
         )
 
     def _ledger(
-        self, pruned: Sequence[Message], plan: _Plan, originals: list[str], budget: int
+        self,
+        pruned: Sequence[Message],
+        plan: _Plan,
+        originals: list[str],
+        speaker_names: Sequence[str | None],
+        budget: int,
     ) -> Ledger:
         """The identifiers of the compacted turns that the kept turns do not already show.
 
@@ -299,6 +305,7 @@ class ContextCompressor(ContextEngine):
             pruned: the transcript after pruning (what the kept turns will show).
             plan: the compaction plan.
             originals: the capped, redacted original text of each middle message.
+            speaker_names: the group speaker of each message, if any.
             budget: the summary budget the ledger takes its share of.
         """
         kept_indices = (
@@ -311,9 +318,9 @@ class ContextCompressor(ContextEngine):
             for i in kept_indices
             if not is_summary_message(pruned[i])
         )
-        # People are not identifiers: in groups their names fill the turns ("bob: try …").
-        speakers = {s for m in pruned if (s := speaker_of(m))}
-        kept |= speakers
+        # The kept turns name their speakers ("[bob] …"); the names of people who spoke only
+        # in the compacted turns are carried like any other identifier.
+        kept |= {name for i in kept_indices if (name := speaker_names[i])}
         candidates = dict.fromkeys(v for v in recent_identifiers(originals) if v not in kept)
         if plan.previous:
             candidates.update(

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 
 LEDGER_HEADING = "## Critical Identifiers"
 LEDGER_NOTE = "(verbatim from the compacted turns, most recent first)"
@@ -44,31 +45,63 @@ class IdentifierKind(StrEnum):
 
 
 _W = r"[\w.@+-]"  # one character of a path segment
-# Order matters: earlier alternatives win, so a URL is never split into a path and names.
-_IDENTIFIER = re.compile(
-    "|".join(
-        (
-            r"(?P<url>\b(?:https?|ftp|ssh|git|wss?)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+)",
-            r"(?P<email>\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)",
-            r"(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
-            r"[0-9a-fA-F]{12}\b)",
-            r"(?P<ticket>\b[\w.-]+/[\w.-]+#\d+\b|(?<![\w&#])#\d{1,7}\b|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b)",
-            rf"(?P<path>(?:~|\.\.?)/{_W}+(?:/{_W}+)*/?"
-            rf"|(?<![\w/:.~])/{_W}+(?:/{_W}+)+/?"
-            r"|(?<![\w/:.~])/[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
-            rf"|\b{_W}+(?:/{_W}+)*/[\w@+-]+\.[A-Za-z0-9]{{1,8}}\b"
-            r"|\b[A-Za-z]:\\[^\s\"'<>|]+)",
-            r"(?P<hash>\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b)",
-            r"(?P<version>\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b)",
-            r"(?P<dotted>\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b)",
-            r"(?P<snake>\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*)",
-            # camelCase / CamelCase: every capitalised run must be followed by lower case, so
-            # shouting and typos ("mY", "iTS", "inSANE", "pleasE") are not identifiers.
-            r"(?P<camel>\b[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b"
-            r"|\b[a-z][a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b)",
-        )
-    )
+_ALTERNATIVES: tuple[tuple[str, str], ...] = (
+    ("url", r"\b(?:https?|ftp|ssh|git|wss?)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+"),
+    ("email", r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
+    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    ("ticket", r"\b[\w.-]+/[\w.-]+#\d+\b|(?<![\w&#])#\d{1,7}\b|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b"),
+    (
+        "path",
+        rf"(?:~|\.\.?)/{_W}+(?:/{_W}+)*/?"
+        rf"|(?<![\w/:.~])/{_W}+(?:/{_W}+)+/?"
+        r"|(?<![\w/:.~])/[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
+        rf"|\b{_W}+(?:/{_W}+)*/[\w@+-]+\.[A-Za-z0-9]{{1,8}}\b"
+        r"|\b[A-Za-z]:\\[^\s\"'<>|]+",
+    ),
+    ("hash", r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),
+    ("version", r"\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b"),
+    ("dotted", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"),
+    ("snake", r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"),
+    # camelCase / CamelCase: every capitalised run must be followed by lower case, so
+    # shouting and typos ("mY", "iTS", "inSANE", "pleasE") are not identifiers.
+    (
+        "camel",
+        r"\b[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b|\b[a-z][a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b",
+    ),
 )
+"""Every identifier pattern, in priority order: at one position the earlier alternative
+wins, so a URL is never split into a path and names."""
+_START = r"(?:\b|(?=[~./#\\]))"
+"""Where any alternative can start: a word boundary or a path or ticket sigil. Checking it
+first spares the engine trying every alternative inside words."""
+_GATED = ("url", "email", "uuid", "ticket", "path")
+"""The alternatives left out of a pattern when the text lacks the characters they need."""
+
+
+def _needed(candidates: str) -> tuple[bool, ...]:
+    """For each of :data:`_GATED`: whether ``candidates`` has the characters it needs."""
+    dash = "-" in candidates
+    return (
+        "://" in candidates or "www." in candidates,
+        "@" in candidates,
+        dash,
+        dash or "#" in candidates,
+        "/" in candidates or "\\" in candidates,
+    )
+
+
+@cache
+def _pattern(needed: tuple[bool, ...]) -> re.Pattern[str]:
+    """The identifier pattern without the alternatives that cannot match (at most 32)."""
+    gated = dict(zip(_GATED, needed, strict=True))
+    return re.compile(
+        _START
+        + "(?:"
+        + "|".join(f"(?P<{name}>{body})" for name, body in _ALTERNATIVES if gated.get(name, True))
+        + ")"
+    )
+
+
 _KIND_OF_GROUP = {
     "url": IdentifierKind.URL,
     "email": IdentifierKind.EMAIL,
@@ -121,8 +154,10 @@ def find_identifiers(text: str) -> list[tuple[IdentifierKind, str]]:
             if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS:
                 found.append((IdentifierKind.CODE, value))
         text = _BACKTICKED.sub(" ", text)
-    candidates = " ".join(word for word in text.split() if not _plain_word(word))
-    for match in _IDENTIFIER.finditer(candidates):
+    candidates = " ".join([word for word in text.split() if not _plain_word(word)])
+    if not candidates:
+        return found
+    for match in _pattern(_needed(candidates)).finditer(candidates):
         group = match.lastgroup
         assert group is not None
         value = _clean(group, match.group())

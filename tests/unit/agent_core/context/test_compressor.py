@@ -228,15 +228,28 @@ class TestLedgerInSummary:
         assert outcome.identifiers_carried == tuple(ledger)
         assert outcome.identifiers_dropped == ()
 
-    def test_people_are_not_identifiers(self, engine):
+    def test_names_of_people_gone_from_the_prompt_are_carried(self, engine):
         messages = long_chat(120)
         messages[10] = user("hello all, NetworkManager keeps crashing", "CaptainMorgan")
-        messages[11] = user("CaptainMorgan: check journal_ctl output", "snake_nick")
+        messages[12] = user("CaptainMorgan: check journal_ctl output", "other_nick")
         outcome = engine.compress(messages)
         ledger = parse_ledger(outcome.summary or "")
-        assert "NetworkManager" in ledger
-        assert "CaptainMorgan" not in ledger
-        assert "snake_nick" not in ledger
+        assert [v for v in ledger if v in ("NetworkManager", "CaptainMorgan", "journal_ctl")] == [
+            "journal_ctl",
+            "CaptainMorgan",
+            "NetworkManager",
+        ]
+        assert "other_nick" not in ledger  # a speaker nobody named: not in any turn's text
+
+    def test_names_the_kept_turns_show_are_not_repeated(self, engine):
+        messages = long_chat(120)
+        messages[10] = user("tail_speaker: check journal_ctl output", "someone")
+        messages[-2] = user("back again", "tail_speaker")
+        outcome = engine.compress(messages)
+        assert outcome.messages[-2]["content"].startswith("[tail_speaker] ")
+        ledger = parse_ledger(outcome.summary or "")
+        assert "journal_ctl" in ledger
+        assert "tail_speaker" not in ledger
 
     def test_identifiers_the_tail_shows_are_not_repeated(self, engine):
         messages = long_chat(120)

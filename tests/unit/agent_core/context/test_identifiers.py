@@ -1,7 +1,12 @@
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_core.context import identifiers
 from agent_core.context.identifiers import (
     LEDGER_HEADING,
     IdentifierKind,
@@ -120,3 +125,60 @@ class TestLedger:
 
     def test_budget_share(self):
         assert ledger_budget_tokens(4_000) == 3_000
+
+
+def _reference(text: str) -> list[tuple[IdentifierKind, str]]:
+    """find_identifiers without its shortcuts: every alternative over every word but plain ones."""
+    full = re.compile("|".join(f"(?P<{name}>{body})" for name, body in identifiers._ALTERNATIVES))
+    found = []
+    if "`" in text:
+        for quoted in identifiers._BACKTICKED.finditer(text):
+            value = quoted.group(1).strip()
+            if 2 <= len(value) <= identifiers.MAX_IDENTIFIER_CHARS:
+                found.append((IdentifierKind.CODE, value))
+        text = identifiers._BACKTICKED.sub(" ", text)
+    words = " ".join(w for w in text.split() if not identifiers._plain_word(w))
+    for match in full.finditer(words):
+        assert match.lastgroup is not None
+        value = identifiers._clean(match.lastgroup, match.group())
+        if value is not None:
+            found.append((identifiers._KIND_OF_GROUP[match.lastgroup], value))
+    return found
+
+
+_CHAT_ALPHABET = "aZf0 9._-/\\#@:~`'\",()!?wW\n"
+_CHAT_WORDS = [
+    "http://x.org/a",
+    "www.ubuntu.com",
+    "bob@example.com",
+    "/etc/fstab",
+    "~/x",
+    "C:\\a\\b.txt",
+    "#12",
+    "ABC-3",
+    "org/repo#9",
+    "deadbeef-dead-beef-dead-beefdeadbeef",
+    "3f2a9c1d",
+    "2.6.24-16",
+    "os.path",
+    "snake_case",
+    "CamelCase",
+    "don't",
+    "I'm",
+    "nick:",
+]
+
+
+class TestShortcutsChangeNothing:
+    """The pre-check, the word filter and the gated patterns only skip work."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet=_CHAT_ALPHABET, max_size=80))
+    def test_any_text(self, text):
+        assert find_identifiers(text) == _reference(text)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(_CHAT_WORDS) | st.text(_CHAT_ALPHABET, max_size=12)))
+    def test_chat_like_text(self, words):
+        text = " ".join(words)
+        assert find_identifiers(text) == _reference(text)
