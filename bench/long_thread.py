@@ -43,8 +43,6 @@ import itertools
 import json
 import logging
 import math
-import os
-import platform
 import re
 import statistics
 import sys
@@ -76,6 +74,7 @@ from agent_core.db.models import ChatSession, Compaction, Message, OutboxEntry, 
 from agent_core.errors import InvalidInput
 from agent_core.sessions import lock
 from agent_core.tokens import TokenCounter
+from bench.machine import machine, speed_probe_ms
 from gateway.app import build_runtime
 from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread, is_summary_request
 from workers.compaction import CompactionReport, Compactor, Trigger, background_line
@@ -948,6 +947,7 @@ def system_prompt_stability(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Replay the plan through a fresh deployment and measure; returns the JSON document."""
     wall_started = time.perf_counter()
+    probe = speed_probe_ms()
     counter = TokenCounter.for_model("openai/fake-model")
     excerpts = load_corpus(args.corpus)
     plan = plan_replay(
@@ -1002,7 +1002,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         attempts = AttemptLog(runtime.turns.compactor)
         runner.start()
         try:
-            return measure(args, plan, Bench(runtime, fake, attempts), counter, wall_started)
+            return measure(args, plan, Bench(runtime, fake, attempts), counter, wall_started, probe)
         finally:
             runner.stop(30)
             runtime.close()
@@ -1015,8 +1015,9 @@ def measure(
     bench: Bench,
     counter: TokenCounter,
     wall_started: float,
+    probe: float,
 ) -> dict[str, Any]:
-    """The phases, then the report."""
+    """The phases, then the report (``probe``: the machine's speed probe at the start)."""
     runtime, fake = bench.runtime, bench.fake
     main_model = runtime.models.main()
     summary_model = runtime.models.summary() or main_model
@@ -1091,7 +1092,7 @@ def measure(
 
     return {
         "benchmark": "long_thread",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(probe),
         "database": "sqlite (temporary file); embedded runner (in-process thread pool)",
         "corpus": {
             "source": "ubuntu-irc (Kummerfeld et al., ACL 2019; CC-BY-4.0)",

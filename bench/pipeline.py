@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from sqlalchemy.engine import make_url
 
 import agent_core  # noqa: F401  (offline tokenizer environment)
 from agent_core.db.migrations import upgrade_to_head
+from bench.machine import machine, speed_probe_ms
 from tests.fixtures.llm_server import LLMServerThread
 from tests.fixtures.services import ServiceProcess, free_port, wait_until
 
@@ -228,6 +228,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1000, help="messages in the throughput burst")
     parser.add_argument("--conversations", type=int, default=100)
     args = parser.parse_args()
+    probe = speed_probe_ms()
     server = LLMServerThread()
     fake = server.start()
     results = []
@@ -244,7 +245,7 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "pipeline",
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "machine": machine(probe),
                 "fake_provider_latency_ms": 0,
                 "results": results,
             },
