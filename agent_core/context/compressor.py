@@ -10,9 +10,10 @@ cooldown the caller persists.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from itertools import chain
 
 from agent_core.config import CompressionSettings
 from agent_core.context.boundaries import Boundaries, find_boundaries
@@ -98,6 +99,15 @@ class _Draft:
     max_request_tokens: int
     model_name: str
     model_fallback_used: bool
+
+
+def _unseen(values: Iterable[str], known: set[str]) -> Iterator[str]:
+    """``values`` in order, without those in ``known`` or already given."""
+    seen = set(known)
+    for value in values:
+        if value not in seen:
+            seen.add(value)
+            yield value
 
 
 class ContextCompressor(ContextEngine):
@@ -321,12 +331,9 @@ class ContextCompressor(ContextEngine):
         # The kept turns name their speakers ("[bob] …"); the names of people who spoke only
         # in the compacted turns are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
-        candidates = dict.fromkeys(v for v in recent_identifiers(originals) if v not in kept)
-        if plan.previous:
-            candidates.update(
-                dict.fromkeys(v for v in parse_ledger(plan.previous) if v not in kept)
-            )
-        return build_ledger(list(candidates), ledger_budget_tokens(budget))
+        previous = parse_ledger(plan.previous) if plan.previous else []
+        candidates = _unseen(chain(recent_identifiers(originals), previous), kept)
+        return build_ledger(candidates, ledger_budget_tokens(budget))
 
     def _apply(
         self,

@@ -11,7 +11,7 @@ the archived turns.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -166,13 +166,17 @@ def find_identifiers(text: str) -> list[tuple[IdentifierKind, str]]:
     return found
 
 
-def recent_identifiers(texts: Sequence[str]) -> list[str]:
-    """Distinct identifiers in chronologically ordered ``texts``, most recent first."""
-    seen: dict[str, None] = {}
+def recent_identifiers(texts: Sequence[str]) -> Iterator[str]:
+    """Distinct identifiers in chronologically ordered ``texts``, most recent first.
+
+    Lazy: a ledger that fills up after the most recent stretch never reads the rest.
+    """
+    seen: set[str] = set()
     for text in reversed(texts):
         for _kind, value in reversed(find_identifiers(text)):
-            seen.setdefault(value, None)
-    return list(seen)
+            if value not in seen:
+                seen.add(value)
+                yield value
 
 
 def identifier_set(texts: Iterable[str]) -> set[str]:
@@ -185,6 +189,10 @@ def identifier_tokens(value: str) -> int:
     return -(-len(value) // LEDGER_CHARS_PER_TOKEN) + LEDGER_LINE_OVERHEAD_TOKENS
 
 
+MIN_LINE_TOKENS = identifier_tokens("x" * MIN_IDENTIFIER_CHARS)
+"""The cheapest ledger line: with less room left, the ledger is full."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ledger:
     """The identifiers a summary carries and those left to the archive."""
@@ -192,7 +200,8 @@ class Ledger:
     carried: tuple[str, ...]
     """Written into the summary, most recent first."""
     dropped: tuple[str, ...]
-    """Did not fit the ledger's share of the budget; still in the archived turns."""
+    """Read but did not fit the ledger's share of the budget. Once the ledger is full the
+    older identifiers are not read at all; all of them stay in the archived turns."""
 
     @property
     def tokens(self) -> int:
@@ -210,16 +219,19 @@ class Ledger:
         return "\n".join(lines)
 
 
-def build_ledger(candidates: Sequence[str], budget_tokens: int) -> Ledger:
+def build_ledger(candidates: Iterable[str], budget_tokens: int) -> Ledger:
     """Fit ``candidates`` (most recent first) into ``budget_tokens``.
 
     A long identifier that does not fit is skipped rather than ending the ledger, so
-    shorter older ones can still use the room.
+    shorter older ones can still use the room. Once not even the shortest identifier
+    fits, the rest of ``candidates`` is not read.
     """
     carried: list[str] = []
     dropped: list[str] = []
     used = 0
     for value in candidates:
+        if budget_tokens - used < MIN_LINE_TOKENS:
+            break
         cost = identifier_tokens(value)
         if used + cost <= budget_tokens:
             carried.append(value)

@@ -278,13 +278,13 @@ class TestLedgerInSummary:
         second = engine.compress(later)
         assert parse_ledger(second.summary or "") == ["NEW-2", "OLD-1"]
 
-    def test_what_does_not_fit_is_reported(self, engine):
+    def test_a_full_ledger_keeps_the_most_recent(self, engine):
         messages = long_chat(120)
         for i in range(2, 60, 2):
             messages[i] = user(" ".join(f"id_{i}_{k}" for k in range(40)) + " " + FILLER)
         outcome = engine.compress(messages)
-        assert outcome.identifiers_dropped
         assert outcome.identifiers_carried[0] == "id_58_39"
+        assert "id_2_0" not in outcome.identifiers_carried
         assert not set(outcome.identifiers_carried) & set(outcome.identifiers_dropped)
 
 

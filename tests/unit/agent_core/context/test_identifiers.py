@@ -88,7 +88,14 @@ class TestFindIdentifiers:
 class TestRecentIdentifiers:
     def test_most_recent_first_and_deduplicated(self):
         texts = ["first /etc/a/b and 1.0", "then 2.0", "again /etc/a/b"]
-        assert recent_identifiers(texts) == ["/etc/a/b", "2.0", "1.0"]
+        assert list(recent_identifiers(texts)) == ["/etc/a/b", "2.0", "1.0"]
+
+    def test_reads_only_as_far_as_asked(self):
+        texts = ["old 1.0", "new 2.0"]
+        found = recent_identifiers(texts)
+        assert next(found) == "2.0"
+        texts[0] = "changed 3.0"  # not read yet
+        assert list(found) == ["3.0"]
 
     def test_identifier_set(self):
         assert identifier_set(["a 1.0", "b_c"]) == {"1.0", "b_c"}
@@ -96,10 +103,19 @@ class TestRecentIdentifiers:
 
 class TestLedger:
     def test_fits_budget_in_order(self):
-        values = ["a_b", "c_d", "e_f"]
-        ledger = build_ledger(values, identifier_tokens("a_b") * 2)
+        values = ["a_b", "c_d", "a_much_longer_name"]
+        ledger = build_ledger(values, identifier_tokens("a_b") * 3)
         assert ledger.carried == ("a_b", "c_d")
-        assert ledger.dropped == ("e_f",)
+        assert ledger.dropped == ("a_much_longer_name",)
+
+    def test_stops_reading_when_full(self):
+        def values():
+            yield from ("a_b", "c_d")
+            raise AssertionError("read past a full ledger")
+
+        ledger = build_ledger(values(), identifier_tokens("a_b"))
+        assert ledger.carried == ("a_b",)
+        assert ledger.dropped == ()
 
     def test_skips_a_long_one_but_keeps_going(self):
         long = "https://example.com/" + "x" * 100
