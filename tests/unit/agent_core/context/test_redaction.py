@@ -1,7 +1,12 @@
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_core.context import redaction
 from agent_core.context.redaction import REDACTED, redact
 
 
@@ -43,3 +48,35 @@ class TestRedact:
     )
     def test_identifiers_and_prose_survive(self, text):
         assert redact(text) == text
+
+
+_FULL = re.compile("|".join(pattern for _, pattern in redaction._SECRETS))
+_PIECES = [
+    "api_key=",
+    "token: ",
+    "password=",
+    "Bearer ",
+    "sk-",
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "xapp-",
+    "AKIA",
+    "AIza",
+    "eyJ",
+    "123456789:AA",
+    "https://",
+    "user:pw@",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+    " ",
+    "\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES) | st.text("aZ0_-:=/@ .'\"", max_size=10), max_size=12))
+def test_skipping_absent_patterns_changes_nothing(pieces):
+    text = "".join(pieces)
+    assert redact(text) == _FULL.sub(redaction._replacement, text)
