@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -109,7 +110,7 @@ class TestLedger:
         assert ledger.dropped == ("a_much_longer_name",)
 
     def test_stops_reading_when_full(self):
-        def values():
+        def values() -> Iterator[str]:
             yield from ("a_b", "c_d")
             raise AssertionError("read past a full ledger")
 
