@@ -328,8 +328,8 @@ class ContextCompressor(ContextEngine):
             for i in kept_indices
             if not is_summary_message(pruned[i])
         )
-        # The kept turns name their speakers ("[bob] …"); the names of people who spoke only
-        # in the compacted turns are carried like any other identifier.
+        # The kept turns name their speakers ("[bob_2] …"). Other names that look like
+        # identifiers in the compacted turns' text are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
         previous = parse_ledger(plan.previous) if plan.previous else []
         candidates = _unseen(chain(recent_identifiers(originals), previous), kept)
