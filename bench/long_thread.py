@@ -68,6 +68,7 @@ from agent_core.context import compute_threshold_tokens
 from agent_core.context.identifiers import find_identifiers, parse_ledger
 from agent_core.context.markers import is_summary_message, unwrap_summary
 from agent_core.context.summarizer import REQUEST_WINDOW_SHARE
+from agent_core.context.summary_prompt import GROUP_SECTION, TEMPLATE
 from agent_core.db.engine import transaction
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.db.models import ChatSession, Compaction, Message, OutboxEntry, SessionLock
@@ -108,19 +109,10 @@ FILLER_TEXT = (
     "stayed open until later in the night"
 )
 FILLER = FILLER_TEXT.split()
-SUMMARY_HEADINGS = (
-    "## Historical Task Snapshot",
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Completed Actions",
-    "## Active State",
-    "## Blocked",
-    "## Key Decisions",
-    "## Resolved Questions",
-    "## Pending User Asks",
-    "## Relevant Files & Links",
-    "## Participants",
+SUMMARY_HEADINGS = tuple(
+    line for line in f"{TEMPLATE}\n{GROUP_SECTION}".splitlines() if line.startswith("## ")
 )
+"""The headings Hubbub asks summaries for, in order: the fake model writes them all."""
 
 
 # -- corpus -------------------------------------------------------------------------------
