@@ -16,8 +16,8 @@ from adapters.messages import ChatTarget, OutboundMessage
 from adapters.registry import create_deliverer
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
-from agent_core.db.models import ChatSession, OutboxEntry
-from agent_core.outbox.repository import OutboxRepository
+from agent_core.db.models import ChatSession
+from agent_core.outbox.repository import ClaimedReply, OutboxRepository
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
@@ -31,7 +31,7 @@ RETRY_MAX_SECONDS = 300.0
 TYPING_TIMEOUT_SECONDS = 5.0
 
 
-def _outbound(entry: OutboxEntry, bot_name: str) -> OutboundMessage:
+def _outbound(entry: ClaimedReply, bot_name: str) -> OutboundMessage:
     return OutboundMessage(
         platform=entry.platform,
         bot_name=bot_name,

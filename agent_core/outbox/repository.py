@@ -9,15 +9,64 @@ past its claim, over a duplicate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
 from agent_core.db.models import OutboxEntry, OutboxState
+from agent_core.db.tables import OUTBOX, param
 
 MAX_ERROR_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedReply:
+    """A reply this deliverer now owns: everything sending it needs."""
+
+    id: int
+    bot_id: int
+    platform: str
+    chat_id: str
+    thread_id: str
+    text: str
+    reply_to_platform_id: str | None
+    meta: dict[str, Any]
+    attempts: int
+
+
+_CLAIM = (
+    update(OUTBOX)
+    .where(
+        OUTBOX.c.id == param("oid", OUTBOX.c.id),
+        OUTBOX.c.state == OutboxState.PENDING,
+        or_(
+            OUTBOX.c.next_attempt_at.is_(None),
+            OUTBOX.c.next_attempt_at <= param("now", OUTBOX.c.next_attempt_at),
+        ),
+    )
+    .values(
+        state=OutboxState.SENDING,
+        attempts=OUTBOX.c.attempts + 1,
+        claimed_until=param("until", OUTBOX.c.claimed_until),
+    )
+    .returning(*(OUTBOX.c[field.name] for field in fields(ClaimedReply)))
+)
+_MARK_SENT = (
+    update(OUTBOX)
+    .where(OUTBOX.c.id == param("oid", OUTBOX.c.id))
+    .values(
+        state=OutboxState.SENT,
+        platform_message_ids=param("ids", OUTBOX.c.platform_message_ids),
+        sent_at=param("now", OUTBOX.c.sent_at),
+        claimed_until=None,
+        last_error=None,
+    )
+)
+"""Every reply runs these; built once (see ``agent_core.db.tables``)."""
 
 
 class OutboxRepository:
@@ -41,41 +90,21 @@ class OutboxRepository:
             select(OutboxEntry).where(OutboxEntry.trigger_message_id == trigger_message_id)
         )
 
-    def claim(self, outbox_id: int, *, claim_seconds: float) -> OutboxEntry | None:
-        """Move a due entry to ``sending`` and return it.
+    def claim(self, outbox_id: int, *, claim_seconds: float) -> ClaimedReply | None:
+        """Move a due entry to ``sending`` and return what sending it needs.
 
         ``None`` when someone else has it, it is not due, or it is done.
         """
         now = utcnow()
-        return self.session.scalars(
-            update(OutboxEntry)
-            .where(
-                OutboxEntry.id == outbox_id,
-                OutboxEntry.state == OutboxState.PENDING,
-                or_(OutboxEntry.next_attempt_at.is_(None), OutboxEntry.next_attempt_at <= now),
-            )
-            .values(
-                state=OutboxState.SENDING,
-                attempts=OutboxEntry.attempts + 1,
-                claimed_until=now + timedelta(seconds=claim_seconds),
-            )
-            .returning(OutboxEntry)
-            .execution_options(synchronize_session=False)
+        row = self.session.execute(
+            _CLAIM, {"oid": outbox_id, "now": now, "until": now + timedelta(seconds=claim_seconds)}
         ).one_or_none()
+        return ClaimedReply(*row) if row is not None else None
 
     def mark_sent(self, outbox_id: int, platform_message_ids: list[str]) -> None:
         """The platform accepted the reply."""
         self.session.execute(
-            update(OutboxEntry)
-            .where(OutboxEntry.id == outbox_id)
-            .values(
-                state=OutboxState.SENT,
-                platform_message_ids=platform_message_ids,
-                sent_at=utcnow(),
-                claimed_until=None,
-                last_error=None,
-            )
-            .execution_options(synchronize_session=False)
+            _MARK_SENT, {"oid": outbox_id, "ids": platform_message_ids, "now": utcnow()}
         )
 
     def mark_retry(self, entry: OutboxEntry, error: str, *, delay_seconds: float) -> None:

@@ -26,19 +26,19 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, delete, update
+from sqlalchemy import Executable, Table, delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
-from agent_core.db.models import SessionLock
+from agent_core.db.tables import LOCKS, param
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,38 @@ def owner_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-_table = cast(Table, SessionLock.__table__)
+def _upsert(insert: Callable[[Table], Any]) -> Executable:
+    """Take the lease if it is free, expired, or already the caller's; returns the owner."""
+    values = insert(LOCKS).values(
+        session_id=param("sid", LOCKS.c.session_id),
+        kind=param("lock_kind", LOCKS.c.kind),
+        owner=param("holder", LOCKS.c.owner),
+        expires_at=param("expires", LOCKS.c.expires_at),
+        acquired_at=param("now", LOCKS.c.acquired_at),
+    )
+    return cast(
+        Executable,
+        values.on_conflict_do_update(
+            index_elements=[LOCKS.c.session_id, LOCKS.c.kind],
+            set_={
+                "owner": values.excluded.owner,
+                "expires_at": values.excluded.expires_at,
+                "acquired_at": values.excluded.acquired_at,
+            },
+            where=(LOCKS.c.expires_at <= param("now", LOCKS.c.expires_at))
+            | (LOCKS.c.owner == param("holder", LOCKS.c.owner)),
+        ).returning(LOCKS.c.owner),
+    )
+
+
+_UPSERT = {"postgresql": _upsert(postgresql.insert), "sqlite": _upsert(sqlite.insert)}
+_HOLDER = (
+    LOCKS.c.session_id == param("sid", LOCKS.c.session_id),
+    LOCKS.c.kind == param("lock_kind", LOCKS.c.kind),
+    LOCKS.c.owner == param("holder", LOCKS.c.owner),
+)
+_RENEW = update(LOCKS).where(*_HOLDER).values(expires_at=param("expires", LOCKS.c.expires_at))
+_RELEASE = delete(LOCKS).where(*_HOLDER)
 
 
 def acquire(
@@ -65,41 +96,28 @@ def acquire(
 def try_acquire(db: Session, session_id: str, kind: str, owner: str, seconds: float) -> bool:
     """:func:`acquire` inside the caller's transaction (it commits with the caller's work)."""
     now = utcnow()
-    insert = postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
-    values = insert(_table).values(
-        session_id=session_id,
-        kind=kind,
-        owner=owner,
-        expires_at=now + timedelta(seconds=seconds),
-        acquired_at=now,
-    )
-    stmt = values.on_conflict_do_update(
-        index_elements=[_table.c.session_id, _table.c.kind],
-        set_={
-            "owner": values.excluded.owner,
-            "expires_at": values.excluded.expires_at,
-            "acquired_at": values.excluded.acquired_at,
-        },
-        where=(_table.c.expires_at <= now) | (_table.c.owner == owner),
-    ).returning(_table.c.owner)
-    return db.execute(stmt).first() is not None
+    params = {
+        "sid": session_id,
+        "lock_kind": kind,
+        "holder": owner,
+        "expires": now + timedelta(seconds=seconds),
+        "now": now,
+    }
+    return db.execute(_UPSERT[db.get_bind().dialect.name], params).first() is not None
 
 
 def renew(
     factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
 ) -> bool:
     """Extend the caller's lease; ``False`` when someone else holds it now."""
+    params = {
+        "sid": session_id,
+        "lock_kind": kind,
+        "holder": owner,
+        "expires": utcnow() + timedelta(seconds=seconds),
+    }
     with transaction(factory, durable=False) as db:
-        result = db.execute(
-            update(SessionLock)
-            .where(
-                SessionLock.session_id == session_id,
-                SessionLock.kind == kind,
-                SessionLock.owner == owner,
-            )
-            .values(expires_at=utcnow() + timedelta(seconds=seconds))
-        )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(db.execute(_RENEW, params).rowcount)  # type: ignore[attr-defined]
 
 
 def release(factory: sessionmaker[Session], session_id: str, kind: str, owner: str) -> bool:
@@ -110,13 +128,7 @@ def release(factory: sessionmaker[Session], session_id: str, kind: str, owner: s
 
 def release_in(db: Session, session_id: str, kind: str, owner: str) -> bool:
     """:func:`release` inside the caller's transaction."""
-    result = db.execute(
-        delete(SessionLock).where(
-            SessionLock.session_id == session_id,
-            SessionLock.kind == kind,
-            SessionLock.owner == owner,
-        )
-    )
+    result = db.execute(_RELEASE, {"sid": session_id, "lock_kind": kind, "holder": owner})
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 

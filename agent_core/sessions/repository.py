@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, exists, func, select, update
+from sqlalchemy import Row, bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
@@ -18,6 +18,7 @@ from agent_core.db.models import (
     Tenant,
     TurnState,
 )
+from agent_core.db.tables import MESSAGES, SESSIONS, param
 
 
 class SeqAllocation(NamedTuple):
@@ -42,6 +43,53 @@ TRANSCRIPT_COLUMNS = (
     Message.token_count,
 )
 """What a transcript row carries, in the order ``build_transcript`` unpacks it."""
+
+
+_ALLOCATE_SEQ = (
+    update(SESSIONS)
+    .where(SESSIONS.c.id == param("sid", SESSIONS.c.id))
+    .values(
+        next_seq=SESSIONS.c.next_seq + 1,
+        last_message_at=param("now", SESSIONS.c.last_message_at),
+        active_tokens=SESSIONS.c.active_tokens + param("d_tokens", SESSIONS.c.active_tokens),
+        active_count=SESSIONS.c.active_count + param("d_count", SESSIONS.c.active_count),
+        tokens_spent=SESSIONS.c.tokens_spent + param("d_spent", SESSIONS.c.tokens_spent),
+    )
+    .returning(SESSIONS.c.next_seq, SESSIONS.c.active_tokens, SESSIONS.c.active_count)
+)
+_STORED_STATE = select(
+    SESSIONS.c.compaction_count,
+    SESSIONS.c.ineffective_compactions,
+    SESSIONS.c.summary,
+    SESSIONS.c.summary_version,
+    SESSIONS.c.compaction_cooldown_until,
+    SESSIONS.c.last_prompt_tokens,
+    SESSIONS.c.context_state,
+).where(SESSIONS.c.id == param("sid", SESSIONS.c.id))
+_CLOSE_TURN = (
+    update(MESSAGES)
+    .where(
+        MESSAGES.c.id == param("mid", MESSAGES.c.id),
+        MESSAGES.c.turn_state == TurnState.PENDING,
+    )
+    .values(turn_state=TurnState.DONE)
+)
+_PENDING = (
+    MESSAGES.c.session_id == param("sid", MESSAGES.c.session_id),
+    MESSAGES.c.turn_state == TurnState.PENDING,
+)
+_PENDING_IDS = (
+    select(MESSAGES.c.id).where(*_PENDING).order_by(MESSAGES.c.seq).limit(bindparam("limit"))
+)
+_HAS_PENDING = select(exists().where(*_PENDING))
+_CURRENT_SESSION_ID = select(SESSIONS.c.id).where(
+    SESSIONS.c.key == param("key", SESSIONS.c.key), SESSIONS.c.is_current.is_(True)
+)
+_STORED_COPY = select(MESSAGES.c.id, MESSAGES.c.session_id).where(
+    MESSAGES.c.bot_id == param("bot", MESSAGES.c.bot_id),
+    MESSAGES.c.platform_message_id == param("platform_id", MESSAGES.c.platform_message_id),
+)
+"""The statements every message and turn runs, built once (see ``agent_core.db.tables``)."""
 
 
 class SessionRepository:
@@ -70,9 +118,7 @@ class SessionRepository:
 
     def current_session_id(self, key: str) -> str | None:
         """The current session's id for a conversation key (no row loaded)."""
-        return self.session.scalar(
-            select(ChatSession.id).where(ChatSession.key == key, ChatSession.is_current.is_(True))
-        )
+        return self.session.scalar(_CURRENT_SESSION_ID, {"key": key})
 
     def list_recent(self, *, limit: int, platform: str | None = None) -> list[ChatSession]:
         """The most recently created sessions, newest first."""
@@ -96,53 +142,31 @@ class SessionRepository:
         active_tokens: int = 0,
         active_messages: int = 0,
         spent_tokens: int = 0,
-        last_prompt_tokens: int | None = None,
     ) -> SeqAllocation:
         """The next arrival number of the session, updating its token counters on the way.
 
         The UPDATE row-locks the session until commit, so numbers are handed out in
         commit order: a later number is never visible before an earlier one.
         """
-        values: dict[str, Any] = {
-            "next_seq": ChatSession.next_seq + 1,
-            "last_message_at": utcnow(),
-            "active_tokens": ChatSession.active_tokens + active_tokens,
-            "active_count": ChatSession.active_count + active_messages,
-            "tokens_spent": ChatSession.tokens_spent + spent_tokens,
-        }
-        if last_prompt_tokens is not None:
-            values["last_prompt_tokens"] = last_prompt_tokens
         row = self.session.execute(
-            update(ChatSession)
-            .where(ChatSession.id == session_id)
-            .values(values)
-            .returning(ChatSession.next_seq, ChatSession.active_tokens, ChatSession.active_count)
-            .execution_options(synchronize_session=False)
+            _ALLOCATE_SEQ,
+            {
+                "sid": session_id,
+                "now": utcnow(),
+                "d_tokens": active_tokens,
+                "d_count": active_messages,
+                "d_spent": spent_tokens,
+            },
         ).one()
         return SeqAllocation(int(row[0]), int(row[1]), int(row[2]))
 
-    def stored_state(self, session_id: str) -> Row[Any] | None:
+    def stored_state(self, session_id: str) -> Row[*tuple[Any, ...]] | None:
         """Just the engine-state columns of a session (the prompt text is not loaded)."""
-        return self.session.execute(
-            select(
-                ChatSession.compaction_count,
-                ChatSession.ineffective_compactions,
-                ChatSession.summary,
-                ChatSession.summary_version,
-                ChatSession.compaction_cooldown_until,
-                ChatSession.last_prompt_tokens,
-                ChatSession.context_state,
-            ).where(ChatSession.id == session_id)
-        ).first()
+        return self.session.execute(_STORED_STATE, {"sid": session_id}).first()
 
     def update_columns(self, session_id: str, values: dict[str, Any]) -> None:
         """Set session columns without loading the row."""
-        self.session.execute(
-            update(ChatSession)
-            .where(ChatSession.id == session_id)
-            .values(values)
-            .execution_options(synchronize_session=False)
-        )
+        self.session.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(values))
 
     def counters(self, session_id: str) -> tuple[int, int]:
         """The session's running (active tokens, active messages) totals."""
@@ -165,24 +189,12 @@ class SessionRepository:
 
     def close_turn(self, message_id: int) -> bool:
         """Mark a pending message answered; ``False`` when another run closed it first."""
-        result = self.session.execute(
-            update(Message)
-            .where(Message.id == message_id, Message.turn_state == TurnState.PENDING)
-            .values(turn_state=TurnState.DONE)
-            .execution_options(synchronize_session=False)
-        )
+        result = self.session.execute(_CLOSE_TURN, {"mid": message_id})
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def pending_message_ids(self, session_id: str, *, limit: int) -> list[int]:
         """The oldest waiting messages of the session, in arrival order."""
-        return list(
-            self.session.scalars(
-                select(Message.id)
-                .where(Message.session_id == session_id, Message.turn_state == TurnState.PENDING)
-                .order_by(Message.seq)
-                .limit(limit)
-            )
-        )
+        return list(self.session.scalars(_PENDING_IDS, {"sid": session_id, "limit": limit}))
 
     def get_message(self, message_id: int) -> Message | None:
         """The message, or ``None``."""
@@ -203,6 +215,13 @@ class SessionRepository:
             )
         )
 
+    def stored_copy(self, bot_id: int, platform_message_id: str) -> tuple[int, str] | None:
+        """(id, session id) of the message a platform knows by this id, if stored."""
+        row = self.session.execute(
+            _STORED_COPY, {"bot": bot_id, "platform_id": platform_message_id}
+        ).first()
+        return (int(row[0]), str(row[1])) if row is not None else None
+
     def get_message_by_platform_id(self, bot_id: int, platform_message_id: str) -> Message | None:
         """The message a platform knows by this id, for this bot."""
         return self.session.scalar(
@@ -213,16 +232,7 @@ class SessionRepository:
 
     def has_pending(self, session_id: str) -> bool:
         """Whether any message of the session waits for a turn."""
-        return bool(
-            self.session.scalar(
-                select(
-                    exists().where(
-                        Message.session_id == session_id,
-                        Message.turn_state == TurnState.PENDING,
-                    )
-                )
-            )
-        )
+        return bool(self.session.scalar(_HAS_PENDING, {"sid": session_id}))
 
     def context_rows(
         self, session_id: str, *, up_to_anchor: int | None = None

@@ -19,10 +19,10 @@ from agent_core.db.models import (
     ChatSession,
     Message,
     MessageKind,
-    OutboxEntry,
     OutboxState,
     TurnState,
 )
+from agent_core.db.tables import MESSAGES, OUTBOX
 from agent_core.llm.model import Usage
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.transcript import group_line
@@ -30,6 +30,10 @@ from agent_core.tokens import TokenCounter
 
 PRIVATE = "private"
 GROUP = "group"
+
+_INSERT_MESSAGE = insert(MESSAGES).returning(MESSAGES.c.id)
+_INSERT_OUTBOX = insert(OUTBOX).returning(OUTBOX.c.id)
+"""Built once, executed with a row of values (see ``agent_core.db.tables``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +141,9 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
     conversation = incoming.conversation
     repo = SessionRepository.from_session(db)
     if incoming.platform_message_id is not None:
-        existing = repo.get_message_by_platform_id(
-            conversation.bot_id, incoming.platform_message_id
-        )
-        if existing is not None:
-            return RecordResult(existing.id, existing.session_id, True, False)
+        copy = repo.stored_copy(conversation.bot_id, incoming.platform_message_id)
+        if copy is not None:
+            return RecordResult(*copy, True, False)
     session_id = repo.current_session_id(conversation.key)
     if session_id is None:
         chat_session = get_or_create_session(db, conversation)
@@ -201,7 +203,7 @@ def _user_tokens(
 def _insert_message(db: Session, **values: Any) -> int:
     """Insert one message row (one round trip, no ORM object); returns its id."""
     row = {"archived": False, "deleted": False, "created_at": utcnow(), **values}
-    return int(db.execute(insert(Message).values(**row).returning(Message.id)).scalar_one())
+    return int(db.execute(_INSERT_MESSAGE, row).scalar_one())
 
 
 def _seed_thread(db: Session, thread: ChatSession, root_platform_id: str) -> None:
@@ -333,23 +335,22 @@ def record_reply(
         created_at=now,
     )
     outbox_id = db.execute(
-        insert(OutboxEntry)
-        .values(
-            session_id=chat_session.id,
-            bot_id=chat_session.bot_id,
-            trigger_message_id=trigger.id,
-            reply_message_id=reply_id,
-            platform=chat_session.platform,
-            chat_id=chat_session.chat_id,
-            thread_id=chat_session.thread_id,
-            reply_to_platform_id=trigger.platform_message_id,
-            text="\n\n".join([*notices, text]),
-            state=OutboxState.PENDING,
-            attempts=0,
-            platform_message_ids=[],
-            meta={"chat_type": chat_session.chat_type, **(meta or {})},
-            created_at=now,
-        )
-        .returning(OutboxEntry.id)
+        _INSERT_OUTBOX,
+        {
+            "session_id": chat_session.id,
+            "bot_id": chat_session.bot_id,
+            "trigger_message_id": trigger.id,
+            "reply_message_id": reply_id,
+            "platform": chat_session.platform,
+            "chat_id": chat_session.chat_id,
+            "thread_id": chat_session.thread_id,
+            "reply_to_platform_id": trigger.platform_message_id,
+            "text": "\n\n".join([*notices, text]),
+            "state": OutboxState.PENDING,
+            "attempts": 0,
+            "platform_message_ids": [],
+            "meta": {"chat_type": chat_session.chat_type, **(meta or {})},
+            "created_at": now,
+        },
     ).scalar_one()
     return int(outbox_id)
