@@ -40,6 +40,7 @@ from agent_core.context import (
     preflight,
     session_hygiene,
 )
+from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession
 from agent_core.errors import ConfigError
@@ -276,6 +277,7 @@ class Compactor:
                 db, session_id, main, trigger
             ):
                 return CompactionReport(trigger, NOT_NEEDED)
+            read_at = utcnow()
             loaded = self.load(db, session_id, up_to_anchor=up_to_anchor)
         if loaded is None:
             return CompactionReport(trigger, NOT_NEEDED)
@@ -315,6 +317,7 @@ class Compactor:
                 counter=self._counter,
                 focus_topic=focus_topic,
                 measurements=measured,
+                read_at=read_at,
             )
             self._prompts.rebuild(db, chat_session, main)
             compaction_id = compaction.id

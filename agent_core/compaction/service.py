@@ -210,6 +210,7 @@ def apply_compaction(
     counter: TokenCounter,
     focus_topic: str | None = None,
     measurements: Measurements | None = None,
+    read_at: datetime | None = None,
 ) -> Compaction:
     """Make a compaction permanent, in place and reversibly.
 
@@ -259,7 +260,9 @@ def apply_compaction(
         chat_session.summary_anchor_seq, chat_session.summary_seq = position
     store_engine_state(chat_session, state)
     chat_session.active_tokens, chat_session.active_count = repo.recount(chat_session.id)
-    chat_session.last_compacted_at = utcnow()
+    # The read time, not now: messages stored while the summary was written were not
+    # compacted, so a session that goes quiet right after them is still worth a look.
+    chat_session.last_compacted_at = read_at or utcnow()
     db.flush()
     return compaction
 

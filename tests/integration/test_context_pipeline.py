@@ -199,6 +199,40 @@ class TestQuietSessions:
         time.sleep(1.5)  # several more sweeps
         assert len(compactions(gateway)) == 1
 
+    def test_messages_stored_during_a_compaction_are_compacted_once_it_is_quiet(
+        self,
+        db_url: str,
+        tmp_path: Path,
+        fake_llm: FakeLLM,
+        gateway_factory: Callable[..., GatewayServer],
+    ) -> None:
+        env = hubbub_env(
+            db_url=db_url,
+            home=tmp_path,
+            fake=fake_llm,
+            context_length=WINDOW,
+            max_output_tokens=OUTPUT,
+            compression_idle_seconds="1",
+        )
+        gateway = gateway_factory(settings_from_env(env))
+        fake_llm.summary_reply = _slow_summary
+        for i in range(50):  # over the background line
+            group_message(gateway, i, chatter(i), chat="flood")
+        wait_until(lambda: any(is_summary_request(r) for r in fake_llm.chat_requests()), timeout=30)
+        for i in range(50, 75):  # the group keeps talking while the summary is written
+            group_message(gateway, i, chatter(i), chat="flood")
+        (background, idle) = wait_until(
+            lambda: compactions(gateway) if len(compactions(gateway)) >= 2 else None,
+            timeout=60,
+            what="a quiet-time compaction after the background one",
+        )
+        assert (background.trigger, idle.trigger) == (Trigger.BACKGROUND, Trigger.IDLE)
+        with transaction(gateway.runtime.factory) as db:
+            late = db.scalars(
+                select(Message).where(Message.platform_message_id.in_(["flood-50", "flood-55"]))
+            ).all()
+            assert [m.archived for m in late] == [True, True]
+
 
 class TestCompressCommand:
     def test_manual_compress_reports_and_usage_shows_the_gauge(

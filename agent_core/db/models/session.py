@@ -49,7 +49,8 @@ class ChatSession(TimestampMixin, Base):
     )
     """When the session last received or sent a message."""
     last_compacted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    """When the session was last compacted, or found not worth compacting while quiet."""
+    """When the transcript of its last compaction was read, or when the session was found
+    not worth compacting while quiet: later messages make a quiet session worth a look."""
     """Last sequence number handed out; bumping it under a row lock orders arrivals."""
 
     system_prompt: Mapped[str | None] = mapped_column(Text, nullable=True)
