@@ -25,6 +25,7 @@ from agent_core.context.identifiers import (
     build_ledger,
     identifier_set,
     ledger_budget_tokens,
+    ledger_room_tokens,
     parse_ledger,
     recent_identifiers,
     without_ledger,
@@ -245,10 +246,13 @@ class ContextCompressor(ContextEngine):
         """Serialise the middle, build the ledger and ask the summary model(s)."""
         speaker_names = [speaker_of(m) for m in messages]
         speakers = Counter(s for i in plan.middle if (s := speaker_names[i]))
+        carried = parse_ledger(plan.previous) if plan.previous else []
         context = PromptContext(
             today=self._clock().date(),
             budget_tokens=summary_budget_tokens(
-                sum(plan.tokens[i] for i in plan.middle), self.context_length
+                sum(plan.tokens[i] for i in plan.middle),
+                self.context_length,
+                carried_tokens=ledger_room_tokens(carried),
             ),
             focus_topic=focus_topic[:MAX_FOCUS_TOPIC_CHARS] if focus_topic else None,
             participants=(
@@ -272,7 +276,9 @@ class ContextCompressor(ContextEngine):
                 turns.append(serialize_turn(pruned[index], tool_names, cap))
         # The ledger never passes through the summary model, so only the model's share of
         # the budget is bounded by the summary model's window.
-        ledger = self._ledger(pruned, plan, originals, speaker_names, context.budget_tokens)
+        ledger = self._ledger(
+            pruned, plan, originals, speaker_names, carried, context.budget_tokens
+        )
         model_budget = min(context.budget_tokens - ledger.tokens, limits.max_output_tokens)
         context = replace(context, budget_tokens=max(1, model_budget))
         previous = without_ledger(plan.previous) if plan.previous else None
@@ -307,6 +313,7 @@ class ContextCompressor(ContextEngine):
         plan: _Plan,
         originals: list[str],
         speaker_names: Sequence[str | None],
+        carried: list[str],
         budget: int,
     ) -> Ledger:
         """The identifiers of the compacted turns that the kept turns do not already show.
@@ -316,6 +323,7 @@ class ContextCompressor(ContextEngine):
             plan: the compaction plan.
             originals: the capped, redacted original text of each middle message.
             speaker_names: the group speaker of each message, if any.
+            carried: the identifiers the previous summary carried, in its order.
             budget: the summary budget the ledger takes its share of.
         """
         kept_indices = (
@@ -331,8 +339,7 @@ class ContextCompressor(ContextEngine):
         # The kept turns name their speakers ("[bob_2] …"). Other names that look like
         # identifiers in the compacted turns' text are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
-        previous = parse_ledger(plan.previous) if plan.previous else []
-        candidates = _unseen(chain(recent_identifiers(originals), previous), kept)
+        candidates = _unseen(chain(recent_identifiers(originals), carried), kept)
         return build_ledger(candidates, ledger_budget_tokens(budget))
 
     def _apply(

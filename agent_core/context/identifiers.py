@@ -10,6 +10,7 @@ the archived turns.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -244,6 +245,11 @@ def build_ledger(candidates: Iterable[str], budget_tokens: int) -> Ledger:
 def ledger_budget_tokens(summary_budget_tokens: int) -> int:
     """The ledger's fixed share of a summary budget."""
     return int(summary_budget_tokens * LEDGER_SHARE)
+
+
+def ledger_room_tokens(values: Sequence[str]) -> int:
+    """The smallest summary budget whose ledger share holds ``values`` whole."""
+    return math.ceil(sum(identifier_tokens(v) for v in values) / LEDGER_SHARE) + 1
 
 
 def parse_ledger(summary: str) -> list[str]:

@@ -18,3 +18,14 @@ class TestSummaryBudget:
     )
     def test_budget(self, compressed, window, expected):
         assert summary_budget_tokens(compressed, window) == expected
+
+    @pytest.mark.parametrize(
+        ("carried", "expected"),
+        [
+            (0, 2_000),  # nothing carried: the scaled budget
+            (4_500, 4_500),  # an update keeps the room its predecessor's ledger needs
+            (50_000, 6_400),  # but never past the ceiling
+        ],
+    )
+    def test_an_update_keeps_room_for_what_it_carries(self, carried, expected):
+        assert summary_budget_tokens(5_000, 128_000, carried_tokens=carried) == expected

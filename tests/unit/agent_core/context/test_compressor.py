@@ -278,6 +278,18 @@ class TestLedgerInSummary:
         second = engine.compress(later)
         assert parse_ledger(second.summary or "") == ["NEW-2", "OLD-1"]
 
+    def test_a_small_update_keeps_everything_the_previous_ledger_carried(self, engine):
+        first_chat = long_chat(120)
+        for i in range(6, 66, 2):
+            first_chat[i] = user(" ".join(f"id_{i}_{k}_abcdef" for k in range(10)) + " " + FILLER)
+        first = engine.compress(first_chat)
+        carried = parse_ledger(first.summary or "")
+        assert len(carried) == 300
+        later = first.messages + long_chat(30)[1:]
+        second = engine.compress(later, force=True)
+        assert second.summary_version == first.summary_version + 1
+        assert parse_ledger(second.summary or "") == carried
+
     def test_a_full_ledger_keeps_the_most_recent(self, engine):
         messages = long_chat(120)
         for i in range(2, 60, 2):
