@@ -175,13 +175,15 @@ class TestLongGroupThread:
 
 
 class TestQuietSessions:
-    def test_a_quiet_session_that_grew_is_compacted_down_once(
+    @pytest.fixture
+    def gateway(
         self,
         db_url: str,
         tmp_path: Path,
         fake_llm: FakeLLM,
         gateway_factory: Callable[..., GatewayServer],
-    ) -> None:
+    ) -> GatewayServer:
+        """A gateway that compacts a session one second after it goes quiet."""
         env = hubbub_env(
             db_url=db_url,
             home=tmp_path,
@@ -190,7 +192,9 @@ class TestQuietSessions:
             max_output_tokens=OUTPUT,
             compression_idle_seconds="1",
         )
-        gateway = gateway_factory(settings_from_env(env))
+        return gateway_factory(settings_from_env(env))
+
+    def test_a_quiet_session_that_grew_is_compacted_down_once(self, gateway: GatewayServer) -> None:
         for i in range(42):  # over the idle line, under the background line
             group_message(gateway, i, chatter(i), chat="quiet")
         assert compactions(gateway) == []
@@ -200,21 +204,8 @@ class TestQuietSessions:
         assert len(compactions(gateway)) == 1
 
     def test_messages_stored_during_a_compaction_are_compacted_once_it_is_quiet(
-        self,
-        db_url: str,
-        tmp_path: Path,
-        fake_llm: FakeLLM,
-        gateway_factory: Callable[..., GatewayServer],
+        self, gateway: GatewayServer, fake_llm: FakeLLM
     ) -> None:
-        env = hubbub_env(
-            db_url=db_url,
-            home=tmp_path,
-            fake=fake_llm,
-            context_length=WINDOW,
-            max_output_tokens=OUTPUT,
-            compression_idle_seconds="1",
-        )
-        gateway = gateway_factory(settings_from_env(env))
         fake_llm.summary_reply = _slow_summary
         for i in range(50):  # over the background line
             group_message(gateway, i, chatter(i), chat="flood")
