@@ -248,7 +248,11 @@ def ledger_budget_tokens(summary_budget_tokens: int) -> int:
 
 
 def ledger_room_tokens(values: Sequence[str]) -> int:
-    """The smallest summary budget whose ledger share holds ``values`` whole."""
+    """A summary budget whose ledger share holds ``values`` whole.
+
+    One token spare, so the float share in :func:`ledger_budget_tokens` cannot round it
+    below the need.
+    """
     return math.ceil(sum(identifier_tokens(v) for v in values) / LEDGER_SHARE) + 1
 
 
