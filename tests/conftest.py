@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.fixtures.llm",
     "tests.fixtures.redis",
     "tests.fixtures.services",
+    "tests.fixtures.restartable",
 ]
 
 settings.register_profile(
