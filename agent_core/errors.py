@@ -7,15 +7,15 @@
     ├── InvalidInput                bad input from a user or platform; nothing was stored
     │   ├── MessageTooLong(length, limit)
     │   └── UnknownConversation
-    ├── ProviderError(model)        a model call failed
-    │   ├── ContextOverflow         the prompt did not fit the provider's window
-    │   ├── ProviderAuthError       the provider refused the credentials
-    │   ├── ProviderRateLimited     429 (retry_after when the provider said)
-    │   ├── ProviderUnavailable     5xx, timeouts, connection failures
-    │   └── ProviderBadRequest      any other 4xx
-    └── CompactionError(session_id)
-        ├── CompactionLockBusy      another worker holds the session's compaction lease
-        └── CompactionIneffective   compaction stopped after repeated small savings
+    └── ProviderError(model)        a model call failed
+        ├── ContextOverflow         the prompt did not fit the provider's window
+        ├── ProviderAuthError       the provider refused the credentials
+        ├── ProviderRateLimited     429 (retry_after when the provider said)
+        ├── ProviderUnavailable     5xx, timeouts, connection failures
+        └── ProviderBadRequest      any other 4xx
+
+Compaction does not raise: how an attempt ended is data
+(``agent_core.compaction.runner.CompactionReport``).
 
 Every error keeps its constructor arguments in ``args`` so Celery can pickle it between
 processes.
@@ -121,23 +121,3 @@ class ProviderUnavailable(ProviderError):
 
 class ProviderBadRequest(ProviderError):
     """The provider refused the request for a reason retrying will not fix."""
-
-
-class CompactionError(HubbubError):
-    """Compaction of a session did not happen."""
-
-    def __init__(self, session_id: str, reason: str = "") -> None:
-        super().__init__(session_id, reason)
-        self.session_id = session_id
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return f"session {self.session_id}: {self.reason}" if self.reason else self.session_id
-
-
-class CompactionLockBusy(CompactionError):
-    """Another worker holds the session's compaction lease."""
-
-
-class CompactionIneffective(CompactionError):
-    """Automatic compaction stopped after repeated small savings."""

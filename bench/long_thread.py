@@ -62,7 +62,9 @@ from sqlalchemy import func, select
 import agent_core  # noqa: F401  (offline tokenizer environment)
 from adapters.messages import InboundMessage
 from agent_core.compaction.repository import CompactionRepository
+from agent_core.compaction.runner import CompactionReport, Compactor
 from agent_core.compaction.service import restore_latest
+from agent_core.compaction.triggers import Trigger, background_line
 from agent_core.config import Settings
 from agent_core.context import compute_threshold_tokens
 from agent_core.context.identifiers import find_identifiers, parse_ledger
@@ -78,7 +80,6 @@ from agent_core.tokens import TokenCounter
 from bench.machine import machine, speed_probe_ms
 from gateway.app import build_runtime
 from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread, is_summary_request
-from workers.compaction import CompactionReport, Compactor, Trigger, background_line
 from workers.intake import Intake
 from workers.runtime import Runtime
 
@@ -320,7 +321,7 @@ class Attempt:
 class AttemptLog:
     """Records every compaction attempt (also those that write no ``compactions`` row).
 
-    It wraps the runtime's one :class:`~workers.compaction.Compactor` instance; behaviour
+    It wraps the runtime's one :class:`~agent_core.compaction.runner.Compactor` instance; behaviour
     is unchanged.
     """
 
@@ -727,7 +728,7 @@ def direct_measurement(
     results: list[dict[str, Any]] = []
     for _ in range(runs):
         thread_started = time.thread_time()
-        report = runtime.turns.compactor.run(session_id, Trigger.MANUAL)
+        report = runtime.compactor.run(session_id, Trigger.MANUAL)
         thread_cpu = (time.thread_time() - thread_started) * 1000
         if not report.applied:  # e.g. a transcript that fits the protected tail
             results.append({"outcome": report.outcome, "cpu_ms": None})
@@ -991,7 +992,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         settings = Settings.model_validate(values)
         runtime, runner = build_runtime(settings)
         assert runner is not None, "no broker configured: turns run in-process"
-        attempts = AttemptLog(runtime.turns.compactor)
+        attempts = AttemptLog(runtime.compactor)
         runner.start()
         try:
             return measure(args, plan, Bench(runtime, fake, attempts), counter, wall_started, probe)

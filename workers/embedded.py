@@ -13,10 +13,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import delete
 
+from agent_core.compaction.triggers import Trigger
 from agent_core.db.engine import transaction
 from agent_core.db.models import SessionLock
 from agent_core.sessions import lock
-from workers.compaction import Trigger
 from workers.runtime import Runtime
 from workers.sweeper import sweep
 
@@ -86,7 +86,7 @@ class EmbeddedRunner:
     def _compact(self, session_id: str, trigger: str) -> str:
         with self._lock:
             self._compacting.discard(session_id)
-        return self._runtime.turns.compactor.run(session_id, Trigger(trigger)).outcome
+        return self._runtime.turns.compact(session_id, Trigger(trigger)).outcome
 
     def _sweep_loop(self) -> None:
         interval = self._runtime.settings.sweep_interval_seconds

@@ -13,6 +13,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.messages import InboundMessage
+from agent_core.commands import is_command
+from agent_core.compaction.triggers import BackgroundRing
 from agent_core.db.engine import transaction
 from agent_core.errors import InvalidInput, MessageTooLong
 from agent_core.sessions.service import (
@@ -25,39 +27,9 @@ from agent_core.sessions.service import (
 from agent_core.tokens import TokenCounter
 from workers import metrics
 from workers.bots import BotDirectory, BotRecord
-from workers.commands import is_command
 from workers.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class BackgroundCompaction:
-    """When recorded group chatter should start a compaction off the reply path.
-
-    A busy group piles up messages overnight with no turn to compact it; if nothing ran
-    between turns, the morning's first question would wait for one huge compaction. So a
-    message that brings the session's transcript over ``token_line`` (or the message
-    limit) rings for a background compaction, and it rings again every ``every_messages``
-    messages while the session stays over (a ring that found the lease busy is not lost).
-    """
-
-    token_line: int
-    message_line: int
-    every_messages: int = 50
-
-    def should_ring(self, tokens: int, previous_tokens: int, count: int) -> bool:
-        """Whether a message that grew the transcript should start a background compaction.
-
-        Args:
-            tokens: the active transcript's size after the message.
-            previous_tokens: its size before.
-            count: its number of messages after.
-        """
-        if previous_tokens < self.token_line <= tokens or count == self.message_line:
-            return True
-        over = tokens >= self.token_line or count >= self.message_line
-        return over and count % self.every_messages == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +83,7 @@ class Intake:
         dispatcher: Dispatcher,
         *,
         max_message_chars: int,
-        background: BackgroundCompaction | None = None,
+        background: BackgroundRing | None = None,
     ) -> None:
         self._factory = factory
         self._bots = bots

@@ -9,55 +9,43 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core.agent import AgentServices
+from agent_core.compaction.runner import Compactor
+from agent_core.compaction.triggers import BackgroundRing, Lines
 from agent_core.config import Settings
-from agent_core.context import compute_threshold_tokens
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
+from agent_core.llm.models import ModelSet
+from agent_core.prompt.assembler import PromptAssembler
 from agent_core.tokens import TokenCounter
 from workers.bots import BotDirectory
-from workers.compaction import background_line, idle_line
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
-from workers.intake import BackgroundCompaction, Intake
-from workers.models import ModelSet
+from workers.intake import Intake
 from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
 
 log = logging.getLogger(__name__)
 
 
-def background_compaction(settings: Settings, models: ModelSet) -> BackgroundCompaction | None:
-    """The background-compaction rule for this deployment's model, if compaction is on."""
+def compaction_lines(settings: Settings, models: ModelSet) -> Lines | None:
+    """The deployment's compaction lines, if compaction is on and a model is configured."""
     if not settings.compression.enabled:
         return None
     try:
         model = models.main()
     except ConfigError:
         return None
-    threshold = compute_threshold_tokens(
-        model.context_length, settings.compression.threshold, model.max_output_tokens
-    )
-    return BackgroundCompaction(
-        token_line=background_line(threshold),
-        message_line=settings.compression.hard_message_limit,
-    )
+    return Lines.compute(settings.compression, model.context_length, model.max_output_tokens)
 
 
-def idle_compaction(settings: Settings, models: ModelSet) -> IdleCompaction | None:
+def idle_compaction(settings: Settings, lines: Lines | None) -> IdleCompaction | None:
     """The quiet-session compaction rule for this deployment's model, if it is on."""
-    compression = settings.compression
-    if not compression.enabled or compression.idle_seconds <= 0:
+    if lines is None or settings.compression.idle_seconds <= 0:
         return None
-    try:
-        model = models.main()
-    except ConfigError:
-        return None
-    threshold = compute_threshold_tokens(
-        model.context_length, compression.threshold, model.max_output_tokens
-    )
-    return IdleCompaction(seconds=compression.idle_seconds, min_tokens=idle_line(threshold))
+    return IdleCompaction(seconds=settings.compression.idle_seconds, min_tokens=lines.idle)
 
 
 class Runtime:
@@ -90,10 +78,16 @@ class Runtime:
         )
         self.stopping = threading.Event()
         self.models = ModelSet(settings, main=model_factory)
-        self.idle = idle_compaction(settings, self.models)
-        self.turns = TurnRunner(
-            settings, self.factory, self.delivery, self.models, stopping=self.stopping
+        prompts = PromptAssembler(settings)
+        self.compactor = Compactor(
+            settings.compression, self.factory, self.counter, self.models, prompts
         )
+        lines = compaction_lines(settings, self.models)
+        self.idle = idle_compaction(settings, lines)
+        self.agents = AgentServices(
+            self.factory, self.counter, self.models, prompts, self.compactor
+        )
+        self.turns = TurnRunner(settings, self.agents, self.delivery, stopping=self.stopping)
         self.dispatcher = dispatcher_factory(self)
         self.turns.dispatcher = self.dispatcher
         self.intake = Intake(
@@ -102,7 +96,7 @@ class Runtime:
             self.counter,
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
-            background=background_compaction(settings, self.models),
+            background=BackgroundRing.of(lines) if lines is not None else None,
         )
 
     def close(self) -> None:

@@ -9,10 +9,10 @@ from typing import Any
 from celery import signals
 from prometheus_client import start_http_server
 
+from agent_core.compaction.triggers import Trigger
 from agent_core.logs import configure_logging
 from workers.app import app
 from workers.broker import COMPACT_TASK, DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
-from workers.compaction import Trigger
 from workers.runtime import Runtime
 from workers.sweeper import sweep
 
@@ -49,7 +49,7 @@ def deliver_reply(outbox_id: int) -> bool:
 @app.task(name=COMPACT_TASK)
 def compact_session(session_id: str, trigger: str = Trigger.BACKGROUND) -> str:
     """Compact a session off the reply path (busy or quiet group threads between turns)."""
-    return runtime().turns.compactor.run(session_id, Trigger(trigger)).outcome
+    return runtime().turns.compact(session_id, Trigger(trigger)).outcome
 
 
 def _sweep_loop() -> None:

@@ -3,12 +3,12 @@
 Phases of the built-in compressor, one module each: ``pruning`` (1), ``boundaries`` (2),
 ``summarizer`` with ``serialization``, ``summary_prompt``, ``identifiers`` and
 ``fallback`` (3), ``markers`` (4), ``repair`` and ``media`` (5). ``compressor``
-orchestrates them; ``preflight`` and ``hygiene`` are the triggers around the agent loop.
+orchestrates them; ``preflight`` is the multi-pass compaction before a model call. When
+each trigger compacts is decided in ``agent_core.compaction.triggers``.
 """
 
 from agent_core.context.compressor import ContextCompressor
 from agent_core.context.engine import ContextEngine
-from agent_core.context.hygiene import HygieneResult, HygieneTrigger, session_hygiene
 from agent_core.context.markers import find_latest_summary, is_summary_message, summary_message
 from agent_core.context.preflight import PreflightResult, post_response_tokens, preflight
 from agent_core.context.registry import (
@@ -37,8 +37,6 @@ __all__ = (
     "ContextEngine",
     "DecisionReason",
     "EngineState",
-    "HygieneResult",
-    "HygieneTrigger",
     "PreflightResult",
     "Strategy",
     "available_engines",
@@ -50,6 +48,5 @@ __all__ = (
     "preflight",
     "register_engine",
     "repair_tool_pairs",
-    "session_hygiene",
     "summary_message",
 )

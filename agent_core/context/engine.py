@@ -75,6 +75,10 @@ class ContextEngine(ABC):
         """The session state to persist after every call that may change it."""
         return self._state
 
+    def now(self) -> datetime:
+        """The engine's clock (cooldowns are judged by it)."""
+        return self._clock()
+
     @property
     def last_prompt_tokens(self) -> int:
         """The provider's last reported prompt size; 0 when unknown."""

@@ -2,8 +2,9 @@
 
 Preflight works on a rough estimate that includes tool schemas (fifty tools can add tens
 of thousands of tokens that a messages-only count misses). It compacts at most three
-times, stops as soon as a pass makes no progress, and defers to the provider's real count
-right after a compaction, when the rough estimate is known to run high.
+times and stops as soon as a pass makes no progress. Whether it runs at all (and whether
+to defer to the provider's real count right after a compaction, when the rough estimate
+is known to run high) is the preflight rule of ``agent_core.compaction.triggers``.
 """
 
 from __future__ import annotations
@@ -61,8 +62,6 @@ class PreflightResult:
     messages: list[Message]
     rough_tokens: int
     """The rough request size of :attr:`messages`."""
-    deferred: bool = False
-    """The estimate was not trusted: a compaction just ran or the prompt was proven to fit."""
     decision: CompressionDecision | None = None
     """The first pass's decision (its reason tells why nothing ran)."""
     compression: CompressionResult | None = None
@@ -100,8 +99,6 @@ def preflight(
         token_counts: cached per-message counts aligned with ``messages``.
     """
     rough = request_rough_tokens(messages, tools=tools, system_prompt=system_prompt)
-    if engine.should_defer_preflight(estimate_request_tokens_rough(messages)):
-        return PreflightResult(list(messages), rough, deferred=True)
     current = list(messages)
     counts = list(token_counts) if token_counts is not None else None
     combined: CompressionResult | None = None
@@ -125,4 +122,4 @@ def preflight(
         )
         if rough >= previous:
             break
-    return PreflightResult(current, rough, False, first, combined, passes)
+    return PreflightResult(current, rough, first, combined, passes)

@@ -159,6 +159,9 @@ class DecisionReason(StrEnum):
     COOLDOWN = "cooldown"
     AWAITING_REAL_USAGE = "awaiting_real_usage"
     """A compaction just ran; wait for the provider's real prompt size."""
+    DEFERRED = "deferred"
+    """A preflight estimate is not trusted: a compaction just ran, or the provider showed
+    the prompt fits and it has barely grown since."""
 
 
 @dataclass(frozen=True, slots=True)

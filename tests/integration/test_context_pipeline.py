@@ -21,6 +21,7 @@ from sqlalchemy import select
 from adapters.messages import InboundMessage
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.compaction.service import restore_latest
+from agent_core.compaction.triggers import Trigger
 from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Compaction, Message
@@ -35,7 +36,6 @@ from tests.fixtures.services import (
     settings_from_env,
     wait_until,
 )
-from workers.compaction import Trigger
 
 pytestmark = pytest.mark.integration
 
@@ -348,7 +348,7 @@ class TestConcurrentCompaction:
         for i in range(40):
             accepted = group_message(gateway, i, chatter(i), chat="race")
         session_id = accepted.session_id
-        compactor = gateway.runtime.turns.compactor
+        compactor = gateway.runtime.compactor
         outcomes: list[str] = []
 
         def run() -> None:

@@ -52,12 +52,15 @@ class ScriptedModel:
         max_output_tokens: int | None = None,
         replies: Iterable[Reply] = (),
         default: Reply = default_summary,
+        prompt_tokens: int | None = None,
     ) -> None:
         self._name = name
         self._context_length = context_length
         self._max_output_tokens = max_output_tokens
         self._replies: deque[Reply] = deque(replies)
         self._default = default
+        self._prompt_tokens = prompt_tokens
+        """The usage every answer reports (default: a quarter of the characters sent)."""
         self.calls: list[Call] = []
 
     @property
@@ -84,5 +87,7 @@ class ScriptedModel:
         if isinstance(reply, ProviderError):
             raise reply
         text = reply(messages) if callable(reply) else reply
-        prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        prompt_tokens = self._prompt_tokens
+        if prompt_tokens is None:
+            prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
         return ChatResult(content=text, usage=Usage(prompt_tokens=prompt_tokens), model=self._name)

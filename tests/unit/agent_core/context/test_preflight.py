@@ -109,15 +109,6 @@ class TestPreflight:
         assert outcome.compression.summary_calls == 3
         assert engine.received_counts == [list(range(10)), list(range(1, 10)), list(range(2, 10))]
 
-    def test_defers_right_after_a_compaction(self, settings, main_model):
-        engine = ContextCompressor(
-            settings, model=main_model, state=EngineState(awaiting_real_usage=True)
-        )
-        messages = long_chat(400)[1:]
-        outcome = preflight(engine, messages)
-        assert outcome.deferred
-        assert outcome.messages == messages
-
 
 class TestPostResponseTokens:
     def test_real_count_wins(self, settings, main_model):

@@ -1,4 +1,4 @@
-"""Chat commands: answered by the gateway, never by the model.
+"""Chat commands: answered by Hubbub, never by the model.
 
 ``/help``, ``/new`` and ``/usage`` are answered here; ``/compress`` (alias ``/compact``)
 runs a compaction, so the turn runner handles it outside any database transaction.
@@ -11,8 +11,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from agent_core.compaction.triggers import Lines
+from agent_core.context import ContextEngine
 from agent_core.db.models import ChatSession, Message
 from agent_core.sessions.service import Conversation, start_new_session
+from agent_core.tokens import TokenCounter
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,22 @@ class ContextGauge:
     used_tokens: int
     measured: bool
     """``used_tokens`` is the provider's count of the last prompt (else our own count)."""
+
+    @classmethod
+    def of(
+        cls, engine: ContextEngine, chat_session: ChatSession, counter: TokenCounter
+    ) -> ContextGauge:
+        """The gauge of a session whose stored state ``engine`` holds."""
+        used = engine.last_prompt_tokens or chat_session.active_tokens + counter.count_text(
+            chat_session.system_prompt or ""
+        )
+        return cls(
+            context_length=engine.context_length,
+            threshold_tokens=engine.threshold_tokens,
+            hygiene_threshold_tokens=Lines.of(engine).hygiene,
+            used_tokens=used,
+            measured=engine.last_prompt_tokens > 0,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +104,9 @@ def _usage(ctx: CommandContext) -> str:
     lines.append(f"Tokens spent in this session: {s.tokens_spent:,}.")
     return "\n".join(lines)
 
+
+COMPACTION_COMMANDS = frozenset({"compress", "compact"})
+"""Commands that run a compaction (the turn runner runs them outside any transaction)."""
 
 COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "help": ("list the commands", _help),

@@ -18,11 +18,19 @@ class ModelSet:
     Args:
         settings: the process settings.
         main: overrides how the main model is built (tests pass their own double).
+        summary: overrides how the summary model is built (tests pass their own double).
     """
 
-    def __init__(self, settings: Settings, *, main: ModelFactory | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        main: ModelFactory | None = None,
+        summary: ModelFactory | None = None,
+    ) -> None:
         self._settings = settings
         self._main = main or (lambda: LiteLLMModel(settings.llm))
+        self._summary = summary
 
     def main(self) -> ChatModel:
         """The main model.
@@ -34,6 +42,8 @@ class ModelSet:
 
     def summary(self) -> ChatModel | None:
         """The summary model, when one other than the main model is configured."""
+        if self._summary is not None:
+            return self._summary()
         settings = self._settings
         if not settings.compression_model:
             return None

@@ -1,0 +1,88 @@
+"""Behaviour around a :class:`ChatModel` by wrapping it: delegation and metering.
+
+Wrappers keep the seam narrow (pydantic-ai's ``WrapperModel``): callers see a plain chat
+model, and what a wrapper adds (CPU accounting, fallback) never becomes a flag inside the
+model or a helper inside its callers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_core.llm.model import ChatModel, ChatResult, Message
+
+
+class WrapperModel:
+    """A chat model that delegates everything to ``wrapped``; subclasses override parts."""
+
+    def __init__(self, wrapped: ChatModel) -> None:
+        self.wrapped = wrapped
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name."""
+        return self.wrapped.name
+
+    @property
+    def context_length(self) -> int:
+        """The wrapped model's window."""
+        return self.wrapped.context_length
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The wrapped model's output reservation."""
+        return self.wrapped.max_output_tokens
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """The wrapped model's answer."""
+        return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+
+
+class Meter:
+    """What model calls cost their callers: thread CPU inside ``complete`` and call count.
+
+    The compressor reports its own CPU; the summary calls it makes would dominate that
+    figure (litellm's request building and parsing), so they are measured and taken out.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cpu_seconds = 0.0
+        self.calls = 0
+
+    def add(self, cpu_seconds: float) -> None:
+        """Count one call that took ``cpu_seconds`` of its thread's CPU."""
+        with self._lock:
+            self.cpu_seconds += cpu_seconds
+            self.calls += 1
+
+
+class MeteredModel(WrapperModel):
+    """A chat model whose calls are added to a :class:`Meter`."""
+
+    def __init__(self, wrapped: ChatModel, meter: Meter) -> None:
+        super().__init__(wrapped)
+        self.meter = meter
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """The wrapped model's answer; its thread CPU goes to the meter."""
+        started = time.thread_time()
+        try:
+            return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+        finally:
+            self.meter.add(time.thread_time() - started)

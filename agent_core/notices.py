@@ -1,0 +1,88 @@
+"""Every text Hubbub itself tells a user: failures, compaction warnings, ``/compress`` reports."""
+
+from __future__ import annotations
+
+from agent_core.compaction.runner import CompactionReport, RunStatus
+from agent_core.context import CompressionOutcome
+from agent_core.errors import (
+    ContextOverflow,
+    ProviderAuthError,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderUnavailable,
+)
+
+NO_MODEL = (
+    "No model is configured, so I cannot answer yet. The operator needs to set HUBBUB_MODEL "
+    "(any litellm model string, e.g. openai/gpt-4o-mini) and the provider's API key "
+    "(HUBBUB_LLM_API_KEY or the provider's usual variable), then restart Hubbub."
+)
+OVERFLOW_DISABLED = (
+    "This conversation no longer fits the model's context window, and automatic compaction "
+    "is turned off here, so nothing was compacted. Use /compress to summarise older turns, "
+    "/new to start a fresh session, or switch to a model with a larger window."
+)
+OVERFLOW_STUCK = (
+    "This conversation no longer fits the model's context window, and nothing more of it "
+    "can be compacted. Use /new to start a fresh session (this one is kept), or switch to "
+    "a model with a larger window."
+)
+INEFFECTIVE = (
+    "Automatic compaction has stopped: the last compactions saved too little. Use "
+    "/compress <topic> to summarise with a focus, or /new to start a fresh session."
+)
+SUMMARY_PREVIEW_LINES = 6
+
+
+def provider_notice(error: ProviderError) -> str:
+    """The short reply a user sees when the model call failed."""
+    if isinstance(error, ContextOverflow):
+        reason = "the conversation no longer fits the model's context window"
+    elif isinstance(error, ProviderAuthError):
+        reason = "the model provider refused our credentials"
+    elif isinstance(error, ProviderRateLimited):
+        reason = "the model provider is rate-limiting us"
+    elif isinstance(error, ProviderUnavailable):
+        reason = "the model provider is unavailable right now"
+    else:
+        reason = "the model provider rejected the request"
+    return f"Sorry, I could not answer: {reason}. Please try again in a moment."
+
+
+def aborted_compaction(report: CompactionReport) -> str:
+    """The one-line warning shown when a compaction stopped with nothing dropped."""
+    reason = report.result.detail if report.result is not None else ""
+    return (
+        f"⚠️ Compacting this conversation failed ({reason or 'summary model unavailable'}); "
+        "nothing was dropped. Use /compress to try again."
+    )
+
+
+def manual_compaction(report: CompactionReport) -> str:
+    """What ``/compress`` tells the user: strategy, tokens before and after, summary start."""
+    result = report.result
+    if report.status is RunStatus.BUSY:
+        return "Another compaction of this conversation is running; try again in a moment."
+    if report.status is RunStatus.LOCK_ERROR:
+        return "Compaction is unavailable right now (the database is not answering)."
+    if report.status is RunStatus.NO_MODEL:
+        return NO_MODEL
+    if result is None or not report.applied:
+        if report.aborted:
+            return aborted_compaction(report)
+        if result is not None and result.outcome is CompressionOutcome.NOTHING_TO_COMPRESS:
+            return (
+                "Nothing to compress yet: the whole conversation is in the protected recent turns."
+            )
+        detail = result.detail if result is not None else ""
+        return f"Nothing was compressed ({detail or report.outcome})."
+    body = (result.summary or "").strip().splitlines()
+    preview = "\n".join(line for line in body if line.strip())
+    preview_lines = "\n".join(preview.splitlines()[:SUMMARY_PREVIEW_LINES])
+    saved = result.tokens_before - result.tokens_after
+    fallback = " (deterministic digest: the summary model failed)" if result.fallback_used else ""
+    return (
+        f"Compressed {len(result.archived_indices)} messages with {result.strategy}{fallback}: "
+        f"{result.tokens_before:,} → {result.tokens_after:,} tokens ({saved:,} saved). "
+        f"The originals are archived.\n\nSummary:\n{preview_lines}"
+    )

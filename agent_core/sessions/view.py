@@ -1,0 +1,56 @@
+"""A session as a turn or a compaction reads it: transcript, engine state, prompt, calibration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from agent_core.compaction.service import (
+    Transcript,
+    build_transcript,
+    engine_state,
+    token_calibration,
+)
+from agent_core.context import EngineState
+from agent_core.db.models import ChatSession
+from agent_core.sessions.repository import SessionRepository
+from agent_core.tokens import TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One consistent read of a session."""
+
+    transcript: Transcript
+    state: EngineState
+    summary_version: int
+    """Bumped by every compaction: a result computed on an older view is stale."""
+    system_prompt: str | None
+    calibration: float
+    """Provider tokens per counted token, learned from the last response."""
+
+
+def load_view(
+    db: Session, session_id: str, counter: TokenCounter, *, up_to_anchor: int | None
+) -> SessionView | None:
+    """The session's transcript with what compaction and the turn need around it.
+
+    Args:
+        db: the unit of work.
+        session_id: the session.
+        counter: counts the summary message (stored messages carry their counts).
+        up_to_anchor: only what a turn sees (messages at or before its own).
+    """
+    # db.get: within a turn the session is already loaded, so this costs no query.
+    chat_session = db.get(ChatSession, session_id)
+    if chat_session is None:
+        return None
+    rows = SessionRepository.from_session(db).context_rows(session_id, up_to_anchor=up_to_anchor)
+    return SessionView(
+        transcript=build_transcript(rows, chat_session, counter),
+        state=engine_state(chat_session),
+        summary_version=chat_session.summary_version,
+        system_prompt=chat_session.system_prompt,
+        calibration=token_calibration(chat_session),
+    )

@@ -1,0 +1,355 @@
+"""The agent loop at the library level: every branch of ``Agent.run`` on a real database.
+
+Models are in-process doubles (the HTTP path through litellm is covered by the pipeline
+tests); the database is real SQLite and Postgres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core import notices
+from agent_core.agent import Agent, AgentServices, TurnEnd, TurnRequest
+from agent_core.compaction.runner import Compactor
+from agent_core.compaction.triggers import Trigger
+from agent_core.config import CompressionSettings, Settings
+from agent_core.context import (
+    CompressionOutcome,
+    CompressionResult,
+    ContextEngine,
+    EngineState,
+    available_engines,
+    register_engine,
+)
+from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.models import ChatSession, Message, MessageKind, OutboxEntry
+from agent_core.errors import ConfigError, ContextOverflow, ProviderUnavailable
+from agent_core.llm.model import ChatModel
+from agent_core.llm.models import ModelSet
+from agent_core.prompt.assembler import PromptAssembler
+from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.service import Conversation, IncomingMessage, record_incoming
+from agent_core.tenancy.repository import TenancyRepository
+from agent_core.tokens import TokenCounter
+from tests.unit.agent_core.context.scripted import Reply, ScriptedModel
+
+pytestmark = pytest.mark.integration
+
+COUNTER = TokenCounter("cl100k_base")
+SMALL_WINDOW = 20_000
+"""Threshold and hygiene line are both 17,000 tokens here (the small-window guard)."""
+PAST_THRESHOLD = 250
+"""Messages of 150 words that take a 128k session past its 64k threshold (not its hygiene
+line when that is at 99 %)."""
+
+
+class ArchivingEngine(ContextEngine):
+    """Archives the oldest message on every compaction: always applied while any is left."""
+
+    name = "test-archiving"
+
+    def compress(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        current_tokens: int | None = None,
+        focus_topic: str | None = None,
+        force: bool = False,
+        token_counts: Sequence[int] | None = None,
+    ) -> CompressionResult:
+        state = self.state
+        self._state = replace(
+            state,
+            compression_count=state.compression_count + 1,
+            summary_version=state.summary_version + 1,
+        )
+        return CompressionResult(
+            CompressionOutcome.COMPRESSED,
+            list(messages[1:]),
+            tuple(range(1, len(messages))),
+            archived_indices=(0,),
+        )
+
+    def has_content_to_compress(
+        self, messages: Sequence[dict[str, Any]], *, token_counts: Sequence[int] | None = None
+    ) -> bool:
+        return len(messages) > 1
+
+
+def _archiving_engine(
+    settings: CompressionSettings,
+    *,
+    model: ChatModel,
+    summary_model: ChatModel | None = None,
+    state: EngineState | None = None,
+) -> ContextEngine:
+    return ArchivingEngine(settings, context_length=model.context_length, state=state)
+
+
+if ArchivingEngine.name not in available_engines():
+    register_engine(ArchivingEngine.name, _archiving_engine)
+
+
+@pytest.fixture
+def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = create_db_engine(db_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+class Harness:
+    """A private chat, the agent's services around scripted models, and a turn runner."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        *,
+        replies: list[Reply] | None = None,
+        context_length: int = 128_000,
+        prompt_tokens: int | None = None,
+        no_model: bool = False,
+        **settings: Any,
+    ) -> None:
+        self.factory = factory
+        self.main = ScriptedModel(
+            "scripted/main",
+            context_length=context_length,
+            replies=replies or [],
+            default="ok",
+            prompt_tokens=prompt_tokens,
+        )
+        self.summary = ScriptedModel("scripted/aux", context_length=128_000)
+        self.settings = Settings.model_validate({"model": "scripted/main", **settings})
+
+        def main() -> ChatModel:
+            if no_model:
+                raise ConfigError("no model")
+            return self.main
+
+        models = ModelSet(self.settings, main=main, summary=lambda: self.summary)
+        prompts = PromptAssembler(self.settings)
+        compactor = Compactor(self.settings.compression, factory, COUNTER, models, prompts)
+        self.services = AgentServices(factory, COUNTER, models, prompts, compactor)
+        with transaction(factory) as db:
+            bot = TenancyRepository(db).ensure_bot("default", "webchat", "default", settings={})
+            self.conversation = Conversation("default", bot.id, "webchat", "c1")
+        self._count = 0
+
+    def say(self, text: str, *, triggers: bool = True) -> int:
+        self._count += 1
+        with transaction(self.factory) as db:
+            result = record_incoming(
+                db,
+                IncomingMessage(
+                    self.conversation, text, str(self._count), "u1", "Ann", triggers=triggers
+                ),
+                COUNTER,
+            )
+        self.session_id = result.session_id
+        return result.message_id
+
+    def chatter(self, n: int, words: int = 40) -> None:
+        for i in range(n):
+            self.say(f"line {i}: " + "context words " * words, triggers=False)
+
+    def turn(self, message_id: int) -> tuple[Any, Any, Agent]:
+        with transaction(self.factory) as db:
+            message = db.get(Message, message_id)
+            assert message is not None
+            request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+        agent = Agent(self.services, request)
+        outcome = agent.run()
+        with transaction(self.factory) as db:
+            message = db.get(Message, message_id)
+            assert message is not None
+            stored = agent.finish(db, message, outcome)
+        return outcome, stored, agent
+
+    def session(self) -> ChatSession:
+        with transaction(self.factory) as db:
+            chat_session = SessionRepository.from_session(db).get(self.session_id)
+            assert chat_session is not None
+            db.expunge(chat_session)
+            return chat_session
+
+    def outbox(self, outbox_id: int) -> OutboxEntry:
+        with transaction(self.factory) as db:
+            entry = db.get(OutboxEntry, outbox_id)
+            assert entry is not None
+            db.expunge(entry)
+            return entry
+
+
+def test_a_reply_is_stored_with_its_outbox_entry_and_the_prompt_frozen(factory):
+    h = Harness(factory, replies=["hello Ann"])
+    outcome, stored, _ = h.turn(h.say("hi"))
+    assert outcome.end is TurnEnd.REPLY
+    assert outcome.text == "hello Ann"
+    assert outcome.compactions == ()
+    assert h.outbox(stored.outbox_id).text == "hello Ann"
+    prompt = h.session().system_prompt
+    assert prompt
+    assert h.main.calls[0].messages[0] == {"role": "system", "content": prompt}
+    h.turn(h.say("again"))
+    assert h.main.calls[1].messages[0]["content"] == prompt
+
+
+def test_a_turn_answered_twice_keeps_the_first_reply(factory):
+    h = Harness(factory, replies=["first", "second"])
+    message_id = h.say("hi")
+    _, stored, _ = h.turn(message_id)
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+    agent = Agent(h.services, request)
+    outcome = agent.run()
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        again = agent.finish(db, message, outcome)
+    assert again.outbox_id is None
+    assert h.outbox(stored.outbox_id).text == "first"
+
+
+def test_hygiene_compacts_a_session_over_the_message_limit_before_the_call(factory):
+    h = Harness(factory, compression_hard_message_limit=10)
+    h.chatter(14, words=400)
+    outcome, _, _ = h.turn(h.say("what did we decide?"))
+    assert [r.trigger for r in outcome.compactions] == [Trigger.HYGIENE]
+    assert outcome.compactions[0].applied
+    assert h.summary.calls, "the summary model wrote the summary"
+    sent = h.main.calls[-1].messages
+    assert len(sent) < 16
+    assert h.session().compaction_count == 1
+
+
+def test_preflight_compacts_when_the_request_would_cross_the_threshold(factory):
+    h = Harness(factory, compression_hygiene_threshold=0.99)
+    h.chatter(PAST_THRESHOLD, words=150)
+    outcome, _, _ = h.turn(h.say("summarise please"))
+    assert [r.trigger for r in outcome.compactions] == [Trigger.PREFLIGHT]
+    assert outcome.compactions[0].applied
+    assert outcome.end is TurnEnd.REPLY
+
+
+def test_the_anti_thrashing_warning_is_shown_once(factory):
+    h = Harness(factory, prompt_tokens=70_000, compression_hygiene_threshold=0.99)
+    h.chatter(PAST_THRESHOLD, words=150)
+    h.say("first")
+    with transaction(factory) as db:
+        db.execute(
+            update(ChatSession)
+            .where(ChatSession.id == h.session_id)
+            .values(ineffective_compactions=2)
+        )
+    first, _, _ = h.turn(h.say("question one"))
+    second, _, _ = h.turn(h.say("question two"))
+    assert first.notices == (notices.INEFFECTIVE,)
+    assert second.notices == ()
+    assert first.compactions == second.compactions == ()
+
+
+def test_an_overflow_compacts_and_retries(factory):
+    overflow = ContextOverflow("scripted/main", "prompt is too long", 400)
+    h = Harness(factory, replies=[overflow, "fits now"])
+    h.chatter(60, words=150)
+    outcome, stored, _ = h.turn(h.say("still there?"))
+    assert outcome.end is TurnEnd.REPLY
+    assert outcome.text == "fits now"
+    assert [r.trigger for r in outcome.compactions] == [Trigger.OVERFLOW]
+    assert outcome.errors == (overflow,)
+    assert len(h.main.calls[1].messages) < len(h.main.calls[0].messages)
+    assert h.outbox(stored.outbox_id).text == "fits now"
+
+
+def test_an_overflow_with_nothing_left_to_compact_tells_the_user(factory):
+    overflow = ContextOverflow("scripted/main", "prompt is too long", 400)
+    h = Harness(factory, replies=[overflow, overflow])
+    outcome, stored, _ = h.turn(h.say("x " * 100))
+    assert outcome.end is TurnEnd.PROVIDER_ERROR
+    assert outcome.text == notices.OVERFLOW_STUCK
+    assert not outcome.compactions[0].applied
+    assert h.outbox(stored.outbox_id).text == notices.OVERFLOW_STUCK
+
+
+def test_an_overflow_with_compaction_disabled_compacts_nothing(factory):
+    overflow = ContextOverflow("scripted/main", "prompt is too long", 400)
+    h = Harness(factory, replies=[overflow], compression_enabled=False)
+    h.chatter(30)
+    outcome, _, _ = h.turn(h.say("hello?"))
+    assert outcome.text == notices.OVERFLOW_DISABLED
+    assert outcome.compactions == ()
+    assert h.session().compaction_count == 0
+
+
+def test_an_overflow_that_keeps_coming_stops_after_three_recoveries(factory):
+    overflow = ContextOverflow("scripted/main", "prompt is too long", 400)
+    h = Harness(factory, replies=[overflow] * 5, compression_engine=ArchivingEngine.name)
+    h.chatter(10)
+    outcome, _, _ = h.turn(h.say("and now?"))
+    assert outcome.text == notices.OVERFLOW_STUCK
+    assert len(h.main.calls) == 4
+    assert [r.trigger for r in outcome.compactions] == [Trigger.OVERFLOW] * 3
+
+
+def test_a_provider_failure_becomes_a_notice_the_model_never_sees(factory):
+    down = ProviderUnavailable("scripted/main", "upstream is down", 503)
+    h = Harness(factory, replies=[down])
+    outcome, stored, _ = h.turn(h.say("hi"))
+    assert outcome.end is TurnEnd.PROVIDER_ERROR
+    assert outcome.kind is MessageKind.NOTICE
+    assert outcome.text == notices.provider_notice(down)
+    assert h.outbox(stored.outbox_id).text == outcome.text
+    h.turn(h.say("again"))
+    contents = [m.get("content") for m in h.main.calls[-1].messages]
+    assert outcome.text not in contents
+
+
+def test_without_a_model_the_user_is_told_what_to_set(factory):
+    h = Harness(factory, no_model=True)
+    outcome, stored, _ = h.turn(h.say("hi"))
+    assert outcome.end is TurnEnd.NO_MODEL
+    assert h.outbox(stored.outbox_id).text == notices.NO_MODEL
+
+
+def test_real_usage_over_the_threshold_asks_for_a_compaction_later(factory):
+    h = Harness(
+        factory,
+        context_length=SMALL_WINDOW,
+        prompt_tokens=18_000,
+        compression_hygiene_threshold=0.99,
+    )
+    _, stored, _ = h.turn(h.say("hi"))
+    assert stored.compact_later
+    assert h.session().last_prompt_tokens == 18_000
+
+
+def test_usage_measured_before_a_concurrent_compaction_is_discarded(factory):
+    h = Harness(factory)
+    message_id = h.say("hi")
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+    agent = Agent(h.services, request)
+    outcome = agent.run()
+    with transaction(factory) as db:
+        db.execute(
+            update(ChatSession)
+            .where(ChatSession.id == h.session_id)
+            .values(summary_version=ChatSession.summary_version + 1)
+        )
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        stored = agent.finish(db, message, outcome)
+    assert stored.outbox_id is not None
+    assert not stored.compact_later
+    assert h.session().last_prompt_tokens == 0
