@@ -6,7 +6,7 @@ tests); the database is real SQLite and Postgres.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -56,7 +56,7 @@ class ArchivingEngine(ContextEngine):
 
     def compress(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         current_tokens: int | None = None,
         focus_topic: str | None = None,
@@ -77,7 +77,7 @@ class ArchivingEngine(ContextEngine):
         )
 
     def has_content_to_compress(
-        self, messages: Sequence[dict[str, Any]], *, token_counts: Sequence[int] | None = None
+        self, messages: Sequence[Mapping[str, Any]], *, token_counts: Sequence[int] | None = None
     ) -> bool:
         return len(messages) > 1
 
