@@ -24,9 +24,9 @@ from agent_core.context import (
     CompressionResult,
     ContextEngine,
     EngineState,
-    available_engines,
     register_engine,
 )
+from agent_core.context.registry import _ENGINES
 from agent_core.db.engine import create_db_engine, make_session_factory, transaction
 from agent_core.db.models import ChatSession, Message, MessageKind, OutboxEntry
 from agent_core.errors import ConfigError, ContextOverflow, ProviderUnavailable
@@ -92,8 +92,14 @@ def _archiving_engine(
     return ArchivingEngine(settings, context_length=model.context_length, state=state)
 
 
-if ArchivingEngine.name not in available_engines():
+@pytest.fixture
+def archiving_engine() -> Iterator[str]:
+    """The test engine, registered for one test only (the registry is process-wide)."""
+    saved = dict(_ENGINES)
     register_engine(ArchivingEngine.name, _archiving_engine)
+    yield ArchivingEngine.name
+    _ENGINES.clear()
+    _ENGINES.update(saved)
 
 
 @pytest.fixture
@@ -289,9 +295,9 @@ def test_an_overflow_with_compaction_disabled_compacts_nothing(factory):
     assert h.session().compaction_count == 0
 
 
-def test_an_overflow_that_keeps_coming_stops_after_three_recoveries(factory):
+def test_an_overflow_that_keeps_coming_stops_after_three_recoveries(factory, archiving_engine):
     overflow = ContextOverflow("scripted/main", "prompt is too long", 400)
-    h = Harness(factory, replies=[overflow] * 5, compression_engine=ArchivingEngine.name)
+    h = Harness(factory, replies=[overflow] * 5, compression_engine=archiving_engine)
     h.chatter(10)
     outcome, _, _ = h.turn(h.say("and now?"))
     assert outcome.text == notices.OVERFLOW_STUCK
