@@ -65,8 +65,8 @@ class ToolOutput:
     is_error: bool = False
     """The call failed; ``content`` says why, in words the model can act on."""
     storable: bool = True
-    """Whether the output ladder may store it and show a preview (``read_tool_result``
-    pages are never stored again: that would loop)."""
+    """``False`` for a page of a stored result (``read_tool_result``): already bounded by
+    its own limit, it is neither truncated nor stored again (that would loop)."""
 
 
 class ToolError(Exception):

@@ -174,7 +174,9 @@ class ToolRegistry:
                 "again later.",
                 is_error=True,
             )
-        content = truncate_output(storable_text(output.content), self._limits)
+        content = storable_text(output.content)
+        if output.storable:
+            content = truncate_output(content, self._limits)
         return ToolOutput(content, output.is_error, output.storable)
 
     def _arguments(self, tool: Tool, raw: Any) -> tuple[dict[str, Any], str | None]:
