@@ -4,9 +4,9 @@ The turn loop is synchronous and runs on worker threads; the MCP SDK is async. T
 owns one daemon thread with an asyncio loop, and every connection lives there: each is a
 long-lived task that enters the SDK's ``Client`` (so its cancel scopes open and close in
 one task) and waits until it is closed. Servers start lazily on first use and are reused
-across turns. Before each call a ping checks the connection; a dead one (the process was
-killed, the HTTP session expired) is replaced before the call is sent, so a call is never
-sent twice. A call that fails in flight is reported to the model, not retried. A server
+across turns. Before each call a read-only probe (``tools/list``: protocol 2026-07-28 has
+no ping) checks the connection; a dead one (the process was killed, the HTTP session
+expired) is replaced before the call is sent, so a call is never sent twice. A call that fails in flight is reported to the model, not retried. A server
 that cannot start is not tried again for :data:`RETRY_AFTER_FAILURE_SECONDS`; meanwhile
 its last known tools stay listed and calls to them return an error.
 """
@@ -34,7 +34,7 @@ T = TypeVar("T")
 Key = tuple[str, str, str]
 
 RETRY_AFTER_FAILURE_SECONDS = 10.0
-PING_TIMEOUT_SECONDS = 5.0
+PROBE_TIMEOUT_SECONDS = 5.0
 CLOSE_TIMEOUT_SECONDS = 10.0
 MAX_TOOL_PAGES = 20
 SYNC_MARGIN_SECONDS = 5.0
@@ -277,7 +277,9 @@ class McpPool:
             conn = self._connections.get(key)
             if conn is not None and not conn.broken and check:
                 try:
-                    await asyncio.wait_for(conn.client.send_ping(), PING_TIMEOUT_SECONDS)
+                    await asyncio.wait_for(
+                        conn.client.list_tools(cache_mode="refresh"), PROBE_TIMEOUT_SECONDS
+                    )
                 except Exception:
                     log.info("mcp server gone, restarting", extra={"server": spec.name})
                     conn.broken = True
@@ -344,7 +346,7 @@ class McpPool:
         async def gather() -> list[list[McpToolInfo]]:
             return list(await asyncio.gather(*(self._list(spec) for spec in servers)))
 
-        budget = self._start_timeout + max(self._timeout(s) for s in servers) + PING_TIMEOUT_SECONDS
+        budget = self._start_timeout + max(self._timeout(s) for s in servers) + PROBE_TIMEOUT_SECONDS
         try:
             lists = self._run(gather(), budget)
         except TimeoutError:
@@ -355,7 +357,7 @@ class McpPool:
     def call_tool(self, server: McpServerSpec, tool: str, arguments: dict[str, Any]) -> ToolOutput:
         """Run one tool within the server's timeout; every failure is an error output."""
         timeout = self._timeout(server)
-        budget = self._start_timeout + timeout + PING_TIMEOUT_SECONDS
+        budget = self._start_timeout + timeout + PROBE_TIMEOUT_SECONDS
         try:
             return self._run(self._call(server, tool, arguments, timeout), budget)
         except TimeoutError:

@@ -126,7 +126,7 @@ def tools(context_length: int = 128_000, chat_type: str = "private") -> ToolRegi
     )
 
 
-def call(name: str, **arguments: object) -> dict[str, object]:
+def call(name: str, /, **arguments: object) -> dict[str, object]:
     """An OpenAI-format tool call."""
     return {
         "id": f"call_{next(_ids)}",
