@@ -17,9 +17,11 @@ from agent_core.db.engine import create_db_engine, make_session_factory, transac
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tenancy.service import add_bot, add_tenant, remove_bot
+from gateway import mcp_cli
 
 tenants = typer.Typer(help="Manage tenants (each with its own bots and sessions).")
 bots = typer.Typer(help="Manage bots whose credentials are stored in the database.")
+tenants.add_typer(mcp_cli.app, name="mcp")
 
 
 def _factory(ctx: typer.Context) -> sessionmaker[Session]:

@@ -6,9 +6,10 @@ long-lived task that enters the SDK's ``Client`` (so its cancel scopes open and 
 one task) and waits until it is closed. Servers start lazily on first use and are reused
 across turns. Before each call a read-only probe (``tools/list``: protocol 2026-07-28 has
 no ping) checks the connection; a dead one (the process was killed, the HTTP session
-expired) is replaced before the call is sent, so a call is never sent twice. A call that fails in flight is reported to the model, not retried. A server
-that cannot start is not tried again for :data:`RETRY_AFTER_FAILURE_SECONDS`; meanwhile
-its last known tools stay listed and calls to them return an error.
+expired) is replaced before the call is sent, so a call is never sent twice. A call that
+fails in flight is reported to the model, not retried. A server that cannot start is not
+tried again for :data:`RETRY_AFTER_FAILURE_SECONDS`; meanwhile its last known tools stay
+listed and calls to them return an error.
 """
 
 from __future__ import annotations
@@ -346,7 +347,9 @@ class McpPool:
         async def gather() -> list[list[McpToolInfo]]:
             return list(await asyncio.gather(*(self._list(spec) for spec in servers)))
 
-        budget = self._start_timeout + max(self._timeout(s) for s in servers) + PROBE_TIMEOUT_SECONDS
+        budget = (
+            self._start_timeout + max(self._timeout(s) for s in servers) + PROBE_TIMEOUT_SECONDS
+        )
         try:
             lists = self._run(gather(), budget)
         except TimeoutError:
