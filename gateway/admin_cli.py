@@ -77,6 +77,10 @@ def bots_add(
     answer_bots: Annotated[bool, typer.Option(help="Answer other bots.")] = False,
     allow_user: Annotated[list[str] | None, typer.Option(help="Allowed user id (repeat).")] = None,
     allow_chat: Annotated[list[str] | None, typer.Option(help="Allowed chat id (repeat).")] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option(help="Tool name or pattern it offers (repeat); default: HUBBUB_TOOLS."),
+    ] = None,
 ) -> None:
     """Add a bot; restart the gateway to start it."""
     secrets = {
@@ -90,6 +94,7 @@ def bots_add(
         "mode": mode,
         "allow_users": allow_user or [],
         "allow_chats": allow_chat or [],
+        "tools": tool or [],
     }
     try:
         with transaction(_factory(ctx)) as db:

@@ -111,3 +111,17 @@ def test_a_tenants_server_replaces_a_configured_one_of_the_same_name() -> None:
     assert merged["docs"].command == "b"
     assert merged["docs"].owner == "acme"
     assert merged["web"].owner == ""
+
+
+def test_a_database_bot_keeps_its_own_tool_list(cli: Callable[..., str], db_url: str) -> None:
+    from agent_core.db.models import Bot
+    from agent_core.tools.registry import bot_tool_patterns
+
+    cli("bots", "add", "slack", "ops", "--token", "xoxb-1", "--tool", "memory", "--tool", "gh__*")
+    cli("bots", "add", "slack", "all", "--token", "xoxb-2")
+    engine = create_db_engine(db_url)
+    with transaction(make_session_factory(engine)) as db:
+        bots = {b.name: b for b in db.scalars(select(Bot))}
+        assert bot_tool_patterns(bots["ops"].settings) == frozenset({"memory", "gh__*"})
+        assert bot_tool_patterns(bots["all"].settings) is None
+    engine.dispose()
