@@ -9,6 +9,7 @@ from agent_core.db.engine import transaction
 from agent_core.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from agent_core.tools.output import result_threshold_chars
 from agent_core.tools.results import ToolResultRepository
+from agent_core.tools.text import storable_text
 
 DEFAULT_PAGE_CHARS = 8_000
 FOOTER_ROOM = 200
@@ -38,7 +39,7 @@ class ReadToolResultTool(Tool):
 
     def call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """One page; a ref from another session or tenant reads nothing."""
-        ref = str(arguments["ref"])
+        ref = storable_text(str(arguments["ref"]))
         offset = int(arguments.get("offset", 0))
         # A page stays under the sizes at which the ladder would truncate or store it.
         limit = min(

@@ -8,6 +8,7 @@ from typing import Any
 from agent_core.db.engine import transaction
 from agent_core.sessions.archive_search import ArchiveSearch, FoundMessage, query_terms, snippet
 from agent_core.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from agent_core.tools.text import storable_text
 
 MAX_SEARCH_RESULTS = 20
 MAX_RECALL_NEIGHBOURS = 20
@@ -46,7 +47,7 @@ class SessionSearchTool(Tool):
 
     def call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Search in a read-only unit of work."""
-        query = str(arguments["query"])
+        query = storable_text(str(arguments["query"]))
         if not query_terms(query):
             raise ToolError("The query has no words to search for.")
         with transaction(ctx.factory, durable=False) as db:

@@ -184,6 +184,13 @@ def _describe(exc: BaseException) -> str:
     return f"it failed to start ({type(exc).__name__})"
 
 
+def _infos(page: Any) -> list[McpToolInfo]:
+    """The tools of one ``tools/list`` page."""
+    return [
+        McpToolInfo(t.name, t.description or "", dict(t.input_schema or {})) for t in page.tools
+    ]
+
+
 def _content_text(result: Any) -> str:
     """The text of a ``CallToolResult`` as the model reads it."""
     parts: list[str] = []
@@ -278,9 +285,11 @@ class McpPool:
             conn = self._connections.get(key)
             if conn is not None and not conn.broken and check:
                 try:
-                    await asyncio.wait_for(
+                    page = await asyncio.wait_for(
                         conn.client.list_tools(cache_mode="refresh"), PROBE_TIMEOUT_SECONDS
                     )
+                    if page.next_cursor is None:  # the whole list: keep the catalogue live
+                        conn.tools = self._known_tools[key] = _infos(page)
                 except Exception:
                     log.info("mcp server gone, restarting", extra={"server": spec.name})
                     conn.broken = True
@@ -316,10 +325,7 @@ class McpPool:
                     page = await asyncio.wait_for(
                         conn.client.list_tools(cursor=cursor), self._timeout(spec)
                     )
-                    tools += [
-                        McpToolInfo(t.name, t.description or "", dict(t.input_schema or {}))
-                        for t in page.tools
-                    ]
+                    tools += _infos(page)
                     cursor = page.next_cursor
                     if cursor is None:
                         break

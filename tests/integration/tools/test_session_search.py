@@ -80,7 +80,7 @@ def test_never_another_chats_or_tenants_words(history: dict[str, object]) -> Non
 def test_hostile_queries_are_just_words(history: dict[str, object]) -> None:
     ops = history["ops"]
     assert isinstance(ops, Chat)
-    for query in ['" OR 1=1 --', "NEAR(a b)", "deploy*", "a:b", "%_%", "\\"]:
+    for query in ['" OR 1=1 --', "NEAR(a b)", "deploy*", "a:b", "%_%", "\\", "nul\x00 \ud800"]:
         out = tools().execute(call("session_search", query=query), ops.ctx())
         assert not out.is_error or "no words" in out.content
 
