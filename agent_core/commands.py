@@ -1,7 +1,8 @@
 """Chat commands: answered by Hubbub, never by the model.
 
-``/help``, ``/new`` and ``/usage`` are answered here; ``/compress`` (alias ``/compact``)
-runs a compaction, so the turn runner handles it outside any database transaction.
+``/help``, ``/new``, ``/usage``, ``/memory`` and ``/forget`` are answered here;
+``/compress`` (alias ``/compact``) runs a compaction, so the turn runner handles it outside
+any database transaction.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from sqlalchemy.orm import Session
 
 from agent_core.compaction.triggers import Lines
 from agent_core.context import ContextEngine
-from agent_core.db.models import ChatSession, Message
+from agent_core.db.models import ChatSession, MemoryScope, Message
+from agent_core.memory import service as memory
+from agent_core.prompt.assembler import memory_place
 from agent_core.sessions.service import Conversation, start_new_session
 from agent_core.tokens import TokenCounter
 
@@ -105,6 +108,39 @@ def _usage(ctx: CommandContext) -> str:
     return "\n".join(lines)
 
 
+def _memory(ctx: CommandContext) -> str:
+    place = memory_place(ctx.db, ctx.chat_session, ctx.message.speaker_id)
+    entries = memory.about_you(ctx.db, place)
+    if not entries:
+        return "I remember nothing about you in this chat."
+    if place.is_group:
+        lines = ["What I remember for this group:"]
+    else:
+        lines = ["What I remember about you and this chat:"]
+    lines += [
+        f"- {entry.content}" + (" (about you)" if entry.scope == MemoryScope.USER else "")
+        for entry in entries
+    ]
+    lines.append(
+        "New or changed memories take effect in new sessions (/new). /forget removes them."
+    )
+    return "\n".join(lines)
+
+
+def _forget(ctx: CommandContext) -> str:
+    place = memory_place(ctx.db, ctx.chat_session, ctx.message.speaker_id)
+    removed = memory.forget(ctx.db, place, ctx.args)
+    if not removed:
+        what = f" matching {ctx.args.strip()!r}" if ctx.args.strip() else ""
+        return f"Nothing to forget{what}."
+    scope = "for this group that came from you" if place.is_group else "about you here"
+    plural = "memory" if removed == 1 else "memories"
+    return (
+        f"Forgot {removed} {plural} {scope}. The current session keeps what it already knew; "
+        "/new starts one without it."
+    )
+
+
 COMPACTION_COMMANDS = frozenset({"compress", "compact"})
 """Commands that run a compaction (the turn runner runs them outside any transaction)."""
 
@@ -112,6 +148,8 @@ COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "help": ("list the commands", _help),
     "new": ("start a fresh session (the old one is kept)", _new),
     "usage": ("show how much of the model's context window is in use", _usage),
+    "memory": ("list what I remember about you in this chat", _memory),
+    "forget": ("forget what I remember about you here; add text to forget only matches", _forget),
     "compress": ("summarise older turns now; add a topic to keep it in detail", None),
     "compact": ("the same as /compress", None),
 }

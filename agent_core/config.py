@@ -8,11 +8,20 @@ reads the environment itself.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -52,6 +61,21 @@ DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
 DEFAULT_CONTEXT_ENGINE = "compressor"
 DEFAULT_COMPACTION_IDLE_SECONDS = 300.0
 
+DEFAULT_TOOL_LISTING_BUDGET = 0.05
+"""Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
+DEFAULT_TOOL_MAX_CHARS = 50_000
+DEFAULT_TOOL_MAX_LINES = 2_000
+DEFAULT_TOOL_MAX_LINE_LENGTH = 2_000
+DEFAULT_TOOL_RESULT_BUDGET = 0.15
+"""A single tool result over this share of the window is stored and referenced."""
+DEFAULT_TOOL_TURN_BUDGET = 0.30
+"""All tool results of one model response over this share spill, largest first."""
+DEFAULT_MCP_CALL_TIMEOUT_SECONDS = 60.0
+DEFAULT_MCP_START_TIMEOUT_SECONDS = 30.0
+DEFAULT_MEMORY_MAX_ENTRY_CHARS = 500
+DEFAULT_MEMORY_MAX_ENTRIES = 50
+"""Per scope: one person's facts with a bot, or one chat's."""
+
 CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 
 TriggerMode = Literal["mention", "all", "commands"]
@@ -82,6 +106,73 @@ class CompressionSettings:
     idle_seconds: float = DEFAULT_COMPACTION_IDLE_SECONDS
 
 
+class McpServerConfig(BaseModel):
+    """One Model Context Protocol server: a command over stdio, or a streamable HTTP URL.
+
+    Values of ``env`` and ``headers`` are secrets: never logged, never shown.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    timeout: float | None = Field(None, gt=0)
+    """Seconds per tool call; ``HUBBUB_MCP_CALL_TIMEOUT`` when unset."""
+    groups: bool = True
+    """Whether its tools are offered in group chats."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs either `command` (stdio) or `url` (HTTP)")
+        if self.url is not None and (self.args or self.env):
+            raise ValueError("`args` and `env` belong to stdio servers (`command`)")
+        if self.command is not None and self.headers:
+            raise ValueError("`headers` belong to HTTP servers (`url`)")
+        return self
+
+
+MCP_SERVER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+"""Letters, digits, ``-`` and single ``_``: ``__`` separates server and tool in tool names."""
+
+
+def check_mcp_server_name(name: str) -> str:
+    """``name`` if it can prefix tool names, else a ``ValueError`` saying what is allowed."""
+    if not MCP_SERVER_NAME.match(name) or name.endswith("_"):
+        raise ValueError(
+            f"MCP server name {name!r}: use up to 32 letters, digits, '-' and '_' "
+            "(not '__', not at the start or end)"
+        )
+    return name
+
+
+McpServerName = Annotated[str, AfterValidator(check_mcp_server_name)]
+"""A server name checked on its own, so a refusal never echoes the server's secrets."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """The slice of settings the agent's tools need."""
+
+    enabled: frozenset[str] | None = None
+    """Tool names or ``fnmatch`` patterns (``github__*``); ``None``: every built-in and
+    every configured MCP server's tools."""
+    listing_budget: float = DEFAULT_TOOL_LISTING_BUDGET
+    max_chars: int = DEFAULT_TOOL_MAX_CHARS
+    max_lines: int = DEFAULT_TOOL_MAX_LINES
+    max_line_length: int = DEFAULT_TOOL_MAX_LINE_LENGTH
+    result_budget: float = DEFAULT_TOOL_RESULT_BUDGET
+    turn_budget: float = DEFAULT_TOOL_TURN_BUDGET
+    mcp_call_timeout: float = DEFAULT_MCP_CALL_TIMEOUT_SECONDS
+    mcp_start_timeout: float = DEFAULT_MCP_START_TIMEOUT_SECONDS
+    memory_max_entry_chars: int = DEFAULT_MEMORY_MAX_ENTRY_CHARS
+    memory_max_entries: int = DEFAULT_MEMORY_MAX_ENTRIES
+    timezone: str = "UTC"
+
+
 @dataclass(frozen=True, slots=True)
 class LLMSettings:
     """The slice of settings a model call needs."""
@@ -106,7 +197,11 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="HUBBUB_", extra="ignore", validate_default=True, populate_by_name=True
+        env_prefix="HUBBUB_",
+        extra="ignore",
+        validate_default=True,
+        populate_by_name=True,
+        hide_input_in_errors=True,
     )
 
     home: Path = DEFAULT_HOME
@@ -185,6 +280,21 @@ class Settings(BaseSettings):
     """Where a Celery worker serves /metrics (0 turns it off); the gateway serves its own."""
     shutdown_grace_seconds: float = Field(DEFAULT_SHUTDOWN_GRACE_SECONDS, ge=0)
 
+    tools: Annotated[list[str] | None, NoDecode] = None
+    """Tools the env-configured bots offer (names or patterns, comma-separated); unset: all."""
+    tool_listing_budget: float = Field(DEFAULT_TOOL_LISTING_BUDGET, gt=0, lt=1)
+    tool_max_chars: int = Field(DEFAULT_TOOL_MAX_CHARS, ge=1_000)
+    tool_max_lines: int = Field(DEFAULT_TOOL_MAX_LINES, ge=10)
+    tool_max_line_length: int = Field(DEFAULT_TOOL_MAX_LINE_LENGTH, ge=100)
+    tool_result_budget: float = Field(DEFAULT_TOOL_RESULT_BUDGET, gt=0, lt=1)
+    tool_turn_budget: float = Field(DEFAULT_TOOL_TURN_BUDGET, gt=0, lt=1)
+    mcp_servers: dict[McpServerName, McpServerConfig] = Field(default_factory=dict)
+    """Operator MCP servers, name -> server (``mcp_servers:`` in config.yaml)."""
+    mcp_call_timeout: float = Field(DEFAULT_MCP_CALL_TIMEOUT_SECONDS, gt=0)
+    mcp_start_timeout: float = Field(DEFAULT_MCP_START_TIMEOUT_SECONDS, gt=0)
+    memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
+    memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
+
     log_level: str = "INFO"
     log_json: bool = True
 
@@ -193,7 +303,7 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value or None
 
-    @field_validator("allow_users", "allow_chats", "context_files", mode="before")
+    @field_validator("allow_users", "allow_chats", "context_files", "tools", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -260,6 +370,24 @@ class Settings(BaseSettings):
             context_length=self.context_length,
             max_output_tokens=self.max_output_tokens,
             prompt_cache_ttl=self.prompt_cache_ttl,
+        )
+
+    @property
+    def tool_settings(self) -> ToolSettings:
+        """Settings for the agent's tools."""
+        return ToolSettings(
+            enabled=frozenset(self.tools) if self.tools is not None else None,
+            listing_budget=self.tool_listing_budget,
+            max_chars=self.tool_max_chars,
+            max_lines=self.tool_max_lines,
+            max_line_length=self.tool_max_line_length,
+            result_budget=self.tool_result_budget,
+            turn_budget=self.tool_turn_budget,
+            mcp_call_timeout=self.mcp_call_timeout,
+            mcp_start_timeout=self.mcp_start_timeout,
+            memory_max_entry_chars=self.memory_max_entry_chars,
+            memory_max_entries=self.memory_max_entries,
+            timezone=self.timezone,
         )
 
     @property

@@ -17,9 +17,11 @@ from agent_core.db.engine import create_db_engine, make_session_factory, transac
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tenancy.service import add_bot, add_tenant, remove_bot
+from gateway import mcp_cli
 
 tenants = typer.Typer(help="Manage tenants (each with its own bots and sessions).")
 bots = typer.Typer(help="Manage bots whose credentials are stored in the database.")
+tenants.add_typer(mcp_cli.app, name="mcp")
 
 
 def _factory(ctx: typer.Context) -> sessionmaker[Session]:
@@ -75,6 +77,10 @@ def bots_add(
     answer_bots: Annotated[bool, typer.Option(help="Answer other bots.")] = False,
     allow_user: Annotated[list[str] | None, typer.Option(help="Allowed user id (repeat).")] = None,
     allow_chat: Annotated[list[str] | None, typer.Option(help="Allowed chat id (repeat).")] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option(help="Tool name or pattern it offers (repeat); default: HUBBUB_TOOLS."),
+    ] = None,
 ) -> None:
     """Add a bot; restart the gateway to start it."""
     secrets = {
@@ -88,6 +94,7 @@ def bots_add(
         "mode": mode,
         "allow_users": allow_user or [],
         "allow_chats": allow_chat or [],
+        "tools": tool or [],
     }
     try:
         with transaction(_factory(ctx)) as db:

@@ -22,6 +22,8 @@ MENU: tuple[tuple[str, str], ...] = (
     ("new", "Start a fresh conversation (the old one is kept)"),
     ("usage", "How much of my context window this chat uses"),
     ("compress", "Summarise older messages now, optionally around a topic"),
+    ("memory", "What I remember about you in this chat"),
+    ("forget", "Forget what I remember about you here"),
 )
 
 

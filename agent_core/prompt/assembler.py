@@ -12,9 +12,12 @@ from sqlalchemy.orm import Session
 from agent_core.config import Settings
 from agent_core.db.models import ChatSession, Tenant
 from agent_core.llm.model import ChatModel
-from agent_core.memory.repository import MemoryRepository
+from agent_core.memory.service import MemoryPlace, chat_scope_key
+from agent_core.memory.service import snapshot as memory_snapshot
 from agent_core.prompt.builder import PromptInputs
 from agent_core.prompt.service import rebuild
+from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.transcript import GROUP
 
 
 class PromptAssembler:
@@ -41,10 +44,11 @@ class PromptAssembler:
         )
 
     def memory(self, db: Session, chat_session: ChatSession) -> list[str]:
-        """The memory snapshot a newly built prompt freezes."""
-        return MemoryRepository.from_session(db).snapshot(
-            chat_session.tenant_id, chat_session.bot_id
-        )
+        """The memory snapshot a newly built prompt freezes.
+
+        A person's own facts reach only their private chat, never a group.
+        """
+        return memory_snapshot(db, memory_place(db, chat_session))
 
     def today(self) -> date:
         """The prompt's date, in the configured time zone."""
@@ -64,3 +68,21 @@ class PromptAssembler:
                 for path in self._settings.context_files
             )
         return self._context_files
+
+
+def memory_place(db: Session, chat_session: ChatSession, user_id: str | None = None) -> MemoryPlace:
+    """The memory scope of a session: its chat and its person.
+
+    The person is ``user_id`` (the sender being answered) or, in a private chat, its own.
+    """
+    if user_id is None and chat_session.chat_type != GROUP:
+        user_id = SessionRepository.from_session(db).private_chat_user(chat_session.id)
+    return MemoryPlace(
+        tenant_id=chat_session.tenant_id,
+        bot_id=chat_session.bot_id,
+        chat_key=chat_scope_key(
+            chat_session.tenant_id, chat_session.bot_id, chat_session.platform, chat_session.chat_id
+        ),
+        chat_type=chat_session.chat_type,
+        user_id=user_id,
+    )

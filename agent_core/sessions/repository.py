@@ -230,6 +230,19 @@ class SessionRepository:
             )
         )
 
+    def private_chat_user(self, session_id: str) -> str | None:
+        """The person of a private chat: the sender of its first message that names one."""
+        return self.session.scalar(
+            select(Message.speaker_id)
+            .where(
+                Message.session_id == session_id,
+                Message.role == "user",
+                Message.speaker_id.is_not(None),
+            )
+            .order_by(Message.seq)
+            .limit(1)
+        )
+
     def has_pending(self, session_id: str) -> bool:
         """Whether any message of the session waits for a turn."""
         return bool(self.session.scalar(_HAS_PENDING, {"sid": session_id}))

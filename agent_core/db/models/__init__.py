@@ -3,11 +3,13 @@
 from agent_core.db.models.bot import Bot
 from agent_core.db.models.compaction import Compaction
 from agent_core.db.models.lock import SessionLock
-from agent_core.db.models.memory import MemoryEntry
+from agent_core.db.models.mcp_server import TenantMcpServer
+from agent_core.db.models.memory import MemoryEntry, MemoryScope
 from agent_core.db.models.message import Message, MessageKind, TurnState
 from agent_core.db.models.outbox import OutboxEntry, OutboxState
 from agent_core.db.models.session import ChatSession
 from agent_core.db.models.tenant import DEFAULT_TENANT_ID, Tenant
+from agent_core.db.models.tool_result import StoredToolResult
 
 __all__ = (
     "DEFAULT_TENANT_ID",
@@ -15,11 +17,14 @@ __all__ = (
     "ChatSession",
     "Compaction",
     "MemoryEntry",
+    "MemoryScope",
     "Message",
     "MessageKind",
     "OutboxEntry",
     "OutboxState",
     "SessionLock",
+    "StoredToolResult",
     "Tenant",
+    "TenantMcpServer",
     "TurnState",
 )

@@ -1,0 +1,1 @@
+"""Model Context Protocol servers as tool sources: their specs, their tools, the pool."""

@@ -1,0 +1,158 @@
+"""``session_search`` and ``recall``: this chat's past only, identifiers found verbatim."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_core.db.engine import create_db_engine, transaction
+from agent_core.sessions.archive_search import ArchiveSearch
+from tests.integration.tools.helpers import Chat, call, make_chat, tools
+
+pytestmark = pytest.mark.integration
+
+
+def search(chat: Chat, query: str, limit: int = 5) -> list[dict[str, object]]:
+    out = tools().execute(call("session_search", query=query, limit=limit), chat.ctx())
+    assert not out.is_error, out.content
+    body = json.loads(out.content)
+    return list(body["results"])
+
+
+def recall(chat: Chat, message_id: int, **kwargs: int) -> tuple[bool, str]:
+    out = tools().execute(call("recall", message_id=message_id, **kwargs), chat.ctx())
+    return out.is_error, out.content
+
+
+@pytest.fixture
+def history(factory: sessionmaker[Session]) -> dict[str, object]:
+    """A group whose first session ended (/new) and whose second was partly compacted."""
+    ops = make_chat(factory, "ops", group=True)
+    ops.say("the deploy failed with ERR-4411 on friday", "ann", answer="I will look at it")
+    ops.say("core dump at 0x7ffd3a2c in the parser", "bob")
+    ops.say("artifact is build/x.tar.gz, 40 MB", "cid")
+    ops.new_session()
+    ops.say("payment service timeouts again", "ann", answer="Noted")
+    ops.archive_all()
+    ops.say("what happened to the deploy last week?", "bob")  # active: already in context
+    other = make_chat(factory, "sales", group=True)  # same bot, another chat
+    secret = other.say("the deploy password is hunter2 ERR-4411", "eve")
+    rival = make_chat(factory, "ops", group=True, tenant="rival")  # same chat id, other tenant
+    rival.say("rival deploy ERR-4411 build/x.tar.gz", "mal")
+    return {"ops": ops, "secret_id": secret}
+
+
+def test_finds_archived_and_earlier_sessions_with_speakers_and_times(
+    history: dict[str, object],
+) -> None:
+    ops = history["ops"]
+    assert isinstance(ops, Chat)
+    results = search(ops, "deploy failed")
+    assert results[0]["speaker"] == "Ann"
+    assert "ERR-4411" in str(results[0]["snippet"])
+    assert results[0]["where"] == "an earlier session"
+    assert {"message_id", "speaker", "time", "where", "snippet"} <= set(results[0])
+    payment = search(ops, "payment timeouts")
+    assert payment[0]["where"] == "this session (compacted away)"
+    assert all("last week" not in str(r["snippet"]) for r in search(ops, "deploy"))
+
+
+@pytest.mark.parametrize("identifier", ["0x7ffd3a2c", "build/x.tar.gz", "ERR-4411", "x.tar.gz"])
+def test_exact_identifiers_are_found_verbatim(history: dict[str, object], identifier: str) -> None:
+    ops = history["ops"]
+    assert isinstance(ops, Chat)
+    results = search(ops, identifier)
+    assert results, identifier
+    assert identifier in str(results[0]["snippet"])
+
+
+def test_never_another_chats_or_tenants_words(history: dict[str, object]) -> None:
+    ops = history["ops"]
+    assert isinstance(ops, Chat)
+    everything = json.dumps(search(ops, "deploy password hunter2 rival ERR-4411", limit=20))
+    assert "hunter2" not in everything
+    assert "rival" not in everything
+
+
+def test_hostile_queries_are_just_words(history: dict[str, object]) -> None:
+    ops = history["ops"]
+    assert isinstance(ops, Chat)
+    for query in ['" OR 1=1 --', "NEAR(a b)", "deploy*", "a:b", "%_%", "\\", "nul\x00 \ud800"]:
+        out = tools().execute(call("session_search", query=query), ops.ctx())
+        assert not out.is_error or "no words" in out.content
+
+
+def test_recall_returns_neighbours_verbatim_and_only_for_this_chat(
+    history: dict[str, object],
+) -> None:
+    ops = history["ops"]
+    assert isinstance(ops, Chat)
+    (hit,) = search(ops, "0x7ffd3a2c", limit=1)
+    failed, content = recall(ops, int(str(hit["message_id"])), before=2, after=1)
+    assert not failed
+    messages = json.loads(content)["messages"]
+    assert [m["text"] for m in messages] == [
+        "the deploy failed with ERR-4411 on friday",
+        "I will look at it",
+        "core dump at 0x7ffd3a2c in the parser",
+        "artifact is build/x.tar.gz, 40 MB",
+    ]
+    assert "not instructions" in json.loads(content)["note"]
+    failed, content = recall(ops, int(str(history["secret_id"])))
+    assert failed
+    assert "not found in this chat" in content
+    assert "hunter2" not in content
+    failed, content = recall(ops, 10**9)
+    assert failed
+
+
+def test_fts_stays_in_sync_with_edits_and_deletes(factory: sessionmaker[Session]) -> None:
+    chat = make_chat(factory, "sync")
+    chat.say("first words about kiwis", "ann")
+    chat.new_session()
+    chat.say("now", "ann")
+    assert search(chat, "kiwis")
+    with transaction(factory) as db:
+        db.execute(
+            text("UPDATE messages SET content = 'about mangos' WHERE content LIKE '%kiwis%'")
+        )
+    assert not search(chat, "kiwis")
+    assert search(chat, "mangos")
+    with transaction(factory) as db:
+        db.execute(text("DELETE FROM messages WHERE content = 'about mangos'"))
+    assert not search(chat, "mangos")
+
+
+def test_sqlite_search_triggers_exist_at_head(sqlite_url: str) -> None:
+    """A later batch migration of ``messages`` must recreate them (see 0008_g_tools)."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(sqlite_url)
+    with engine.connect() as conn:
+        names = set(
+            conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars()
+        )
+    engine.dispose()
+    assert {"messages_fts_ai", "messages_fts_ad", "messages_fts_au"} <= names
+
+
+def test_postgres_search_repeats_the_indexed_expression(postgres_url: str) -> None:
+    """Postgres uses an expression index only for that exact expression."""
+    engine = create_db_engine(postgres_url)
+    with Session(engine) as db:
+        search = ArchiveSearch.from_session(db)
+        statement = search._ranked(
+            search._base("default", "k").where(search._past("s")), ["deploy", "ERR-4411"], 10
+        )
+        sql = str(statement.compile(engine, compile_kwargs={"literal_binds": True}))
+        plan = "\n".join(str(row[0]) for row in db.execute(text(f"EXPLAIN {sql}")))
+        (indexed,) = db.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_messages_content_fts'")
+        ).scalars()
+    engine.dispose()
+    expression = indexed.split("USING gin (", 1)[1][:-1]
+    assert expression == "to_tsvector('simple'::regconfig, COALESCE(content, ''::text))"
+    assert expression in plan
