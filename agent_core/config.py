@@ -61,6 +61,8 @@ DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
 DEFAULT_CONTEXT_ENGINE = "compressor"
 DEFAULT_COMPACTION_IDLE_SECONDS = 300.0
 
+DEFAULT_AGENT_MAX_ITERATIONS = 8
+"""Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_TOOL_LISTING_BUDGET = 0.05
 """Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
 DEFAULT_TOOL_MAX_CHARS = 50_000
@@ -282,6 +284,7 @@ class Settings(BaseSettings):
 
     tools: Annotated[list[str] | None, NoDecode] = None
     """Tools the env-configured bots offer (names or patterns, comma-separated); unset: all."""
+    agent_max_iterations: int = Field(DEFAULT_AGENT_MAX_ITERATIONS, ge=1, le=100)
     tool_listing_budget: float = Field(DEFAULT_TOOL_LISTING_BUDGET, gt=0, lt=1)
     tool_max_chars: int = Field(DEFAULT_TOOL_MAX_CHARS, ge=1_000)
     tool_max_lines: int = Field(DEFAULT_TOOL_MAX_LINES, ge=10)

@@ -34,6 +34,14 @@ INEFFECTIVE = (
 SUMMARY_PREVIEW_LINES = 6
 
 
+def step_limit(calls: int) -> str:
+    """Shown above a reply the model had to give without finishing its tool work."""
+    return (
+        f"⚠️ I stopped using tools after {calls} steps (the limit for one answer), so this "
+        "answer may be incomplete. Ask me to continue if you need more."
+    )
+
+
 def provider_notice(error: ProviderError) -> str:
     """The short reply a user sees when the model call failed."""
     if isinstance(error, ContextOverflow):

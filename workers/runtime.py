@@ -20,6 +20,8 @@ from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.tokens import TokenCounter
+from agent_core.tools import config_specs
+from agent_core.tools.kit import ToolKit
 from workers.bots import BotDirectory
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
@@ -69,9 +71,8 @@ class Runtime:
         self.engine: Engine = create_db_engine(settings.resolved_database_url)
         self.factory: sessionmaker[Session] = make_session_factory(self.engine)
         secret = settings.secret_key.get_secret_value() if settings.secret_key else None
-        self.bots = BotDirectory(
-            settings, self.factory, CredentialBox(load_or_create_key(secret, settings.home))
-        )
+        box = CredentialBox(load_or_create_key(secret, settings.home))
+        self.bots = BotDirectory(settings, self.factory, box)
         self.counter = TokenCounter.for_model(settings.model)
         self.delivery = DeliveryService(
             self.factory, self.bots, max_attempts=settings.delivery_max_attempts
@@ -84,8 +85,17 @@ class Runtime:
         )
         lines = compaction_lines(settings, self.models)
         self.idle = idle_compaction(settings, lines)
+        self.tools = ToolKit(
+            settings.tool_settings, configured=config_specs(settings.mcp_servers), box=box
+        )
         self.agents = AgentServices(
-            self.factory, self.counter, self.models, prompts, self.compactor
+            self.factory,
+            self.counter,
+            self.models,
+            prompts,
+            self.compactor,
+            tools=self.tools,
+            max_iterations=settings.agent_max_iterations,
         )
         self.turns = TurnRunner(settings, self.agents, self.delivery, stopping=self.stopping)
         self.dispatcher = dispatcher_factory(self)
@@ -103,4 +113,5 @@ class Runtime:
         """Release connections and clients."""
         self.stopping.set()
         self.delivery.close()
+        self.tools.close()
         self.engine.dispose()

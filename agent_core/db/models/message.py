@@ -39,6 +39,9 @@ class MessageKind(StrEnum):
     """A chat command (``/new``) and its answer: shown to people, never to the model."""
     NOTICE = "notice"
     """A gateway notice (an error reply, a warning): shown to people, never to the model."""
+    STEERED = "steered"
+    """A message a running tool loop took in through the steer channel: shown to people;
+    the model read it inside that turn's tool result, so it is not sent again."""
 
 
 class Message(TimestampMixin, Base):

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,7 +28,8 @@ from agent_core.context import (
     register_engine,
 )
 from agent_core.context.registry import _ENGINES
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.crypto import CredentialBox
+from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, MessageKind, OutboxEntry
 from agent_core.errors import ConfigError, ContextOverflow, ProviderUnavailable
 from agent_core.llm.model import ChatModel
@@ -37,6 +39,7 @@ from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation, IncomingMessage, record_incoming
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tokens import TokenCounter
+from agent_core.tools.kit import ToolKit
 from tests.unit.agent_core.context.scripted import Reply, ScriptedModel
 
 pytestmark = pytest.mark.integration
@@ -102,13 +105,6 @@ def archiving_engine() -> Iterator[str]:
     _ENGINES.update(saved)
 
 
-@pytest.fixture
-def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = create_db_engine(db_url)
-    yield make_session_factory(engine)
-    engine.dispose()
-
-
 class Harness:
     """A private chat, the agent's services around scripted models, and a turn runner."""
 
@@ -120,6 +116,8 @@ class Harness:
         context_length: int = 128_000,
         prompt_tokens: int | None = None,
         no_model: bool = False,
+        tools: bool = False,
+        max_iterations: int = 8,
         **settings: Any,
     ) -> None:
         self.factory = factory
@@ -141,7 +139,13 @@ class Harness:
         models = ModelSet(self.settings, main=main, summary=lambda: self.summary)
         prompts = PromptAssembler(self.settings)
         compactor = Compactor(self.settings.compression, factory, COUNTER, models, prompts)
-        self.services = AgentServices(factory, COUNTER, models, prompts, compactor)
+        kit = None
+        if tools:
+            box = CredentialBox(Fernet.generate_key())
+            kit = ToolKit(self.settings.tool_settings, configured=[], box=box)
+        self.services = AgentServices(
+            factory, COUNTER, models, prompts, compactor, tools=kit, max_iterations=max_iterations
+        )
         with transaction(factory) as db:
             bot = TenancyRepository(db).ensure_bot("default", "webchat", "default", settings={})
             self.conversation = Conversation("default", bot.id, "webchat", "c1")

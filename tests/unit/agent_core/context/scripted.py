@@ -10,7 +10,7 @@ from typing import Any
 from agent_core.errors import ProviderError
 from agent_core.llm.model import ChatResult, Message, Usage
 
-Reply = str | ProviderError | Callable[[Sequence[Message]], str]
+Reply = str | ProviderError | ChatResult | Callable[[Sequence[Message]], "str | ChatResult"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class Call:
 
     messages: list[dict[str, Any]]
     max_tokens: int | None
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def prompt(self) -> str:
@@ -82,11 +83,16 @@ class ScriptedModel:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
     ) -> ChatResult:
-        self.calls.append(Call([dict(m) for m in messages], max_tokens))
+        self.calls.append(
+            Call([dict(m) for m in messages], max_tokens, [dict(t) for t in tools or ()] or None)
+        )
         reply = self._replies.popleft() if self._replies else self._default
         if isinstance(reply, ProviderError):
             raise reply
-        text = reply(messages) if callable(reply) else reply
+        answer = reply(messages) if callable(reply) else reply
+        if isinstance(answer, ChatResult):
+            return answer
+        text = answer
         prompt_tokens = self._prompt_tokens
         if prompt_tokens is None:
             prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
