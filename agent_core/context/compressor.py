@@ -33,7 +33,7 @@ from agent_core.context.identifiers import (
 from agent_core.context.markers import find_latest_summary, is_summary_message, summary_message
 from agent_core.context.media import strip_historical_media
 from agent_core.context.pruning import prune
-from agent_core.context.redaction import redact
+from agent_core.context.redaction import has_secret, redact
 from agent_core.context.repair import repair_tool_pairs
 from agent_core.context.result import CompressionOutcome, CompressionResult, Strategy
 from agent_core.context.serialization import (
@@ -340,7 +340,11 @@ class ContextCompressor(ContextEngine):
         # identifiers in the compacted turns' text are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
         candidates = _unseen(chain(recent_identifiers(originals), carried), kept)
-        return build_ledger(candidates, ledger_budget_tokens(budget))
+        # The ledger is never redacted as a whole (its lines are verbatim), so each line
+        # is checked: an identifier carried from an older summary, or one the redactor
+        # recognises only on its own, never reaches the stored summary.
+        clean = (value for value in candidates if not has_secret(value))
+        return build_ledger(clean, ledger_budget_tokens(budget))
 
     def _apply(
         self,

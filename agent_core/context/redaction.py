@@ -13,12 +13,14 @@ from functools import cache
 REDACTED = "[REDACTED]"
 
 _SECRETS: tuple[tuple[tuple[str, ...], str], ...] = (
-    # name = value: keep the name so the summary still says a key was set.
+    # name = value: keep the name so the summary still says a key was set. Quotes may
+    # arrive escaped (JSON inside a JSON tool argument), so backslashes before them are
+    # part of the name's side and never of the value.
     (
         ("key", "token", "secret", "pass", "pwd"),
         r"(?P<kv>(?i:\b(?:[a-z0-9]+[_-])*(?:api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|"
         r"auth[_-]?token|access[_-]?token|refresh[_-]?token|bot[_-]?token|token|secret|"
-        r"password|passwd|pwd)\b)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;)}\]]{4,}",
+        r"password|passwd|pwd)\b)(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?)[^\s\\\"',;)}\]]{4,}",
     ),
     (("bearer",), r"(?P<bearer>(?i:\bbearer\s+))[A-Za-z0-9._~+/=-]{8,}"),
     (
@@ -61,3 +63,8 @@ def redact(text: str) -> str:
         return text
     present = tuple(any(t in lowered for t in triggers) for triggers, _ in _SECRETS)
     return _secret_pattern(present).sub(_replacement, text)
+
+
+def has_secret(text: str) -> bool:
+    """Whether :func:`redact` would change ``text``."""
+    return redact(text) != text

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from datetime import timedelta
 
@@ -310,6 +311,33 @@ class TestRedactionAndSpeakers:
         assert "hunter2hunter2" not in aux.calls[0].prompt
         assert "sk-leaked" not in (outcome.summary or "")
         assert REDACTED in (outcome.summary or "")
+
+    def test_secrets_in_json_tool_arguments_reach_neither_model_nor_ledger(self, engine, aux_model):
+        # A tool call whose argument is JSON holding JSON: the inner quotes arrive escaped.
+        inner = json.dumps({"password": "x-prod-pw", "host": "db.internal"})
+        messages = long_chat(120)
+        messages[10] = call("c1", "write_file", content=inner)
+        messages[11] = result("c1", "written")
+        outcome = engine.compress(messages)
+        assert "x-prod-pw" not in aux_model.calls[0].prompt
+        assert "x-prod-pw" not in (outcome.summary or "")
+        assert not [v for v in outcome.identifiers_carried if "x-prod-pw" in v]
+
+    def test_the_ledger_never_carries_what_the_redactor_would_redact(
+        self, settings, main_model, aux_model, clock
+    ):
+        token = "ghp_" + "a1B2" * 9
+        previous = f"## Goal\nx\n\n{LEDGER_HEADING}\n- {token}\n- /srv/app/old.py"
+        engine = ContextCompressor(
+            settings,
+            model=main_model,
+            summary_model=aux_model,
+            state=EngineState(summary=previous, compression_count=1),
+            clock=clock,
+        )
+        outcome = engine.compress(long_chat(120))
+        assert "/srv/app/old.py" in outcome.identifiers_carried
+        assert token not in (outcome.summary or "")
 
     def test_group_summaries_name_the_speakers(self, engine, aux_model):
         engine.compress(long_chat(120, speakers=("alice", "bob", "carol")))

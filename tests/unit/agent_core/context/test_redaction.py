@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -29,6 +30,24 @@ class TestRedact:
     )
     def test_secrets_are_replaced(self, text, expected):
         assert redact(text) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            json.dumps({"content": json.dumps({"password": "x-prod-pw"})}),
+            json.dumps({"a": json.dumps({"b": json.dumps({"api_key": "x-prod-pw"})})}),
+            "{\\'password\\': \\'x-prod-pw\\'}",
+        ],
+    )
+    def test_secrets_behind_escaped_quotes(self, text):
+        redacted = redact(text)
+        assert "x-prod-pw" not in redacted
+        assert REDACTED in redacted
+
+    def test_redacting_escaped_json_keeps_it_valid(self):
+        text = json.dumps({"content": json.dumps({"password": "x-prod-pw", "user": "bob"})})
+        inner = json.loads(json.loads(redact(text))["content"])
+        assert inner == {"password": REDACTED, "user": "bob"}
 
     def test_private_key_block(self):
         text = (
