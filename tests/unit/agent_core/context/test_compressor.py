@@ -326,7 +326,7 @@ class TestRedactionAndSpeakers:
     def test_the_ledger_never_carries_what_the_redactor_would_redact(
         self, settings, main_model, aux_model, clock
     ):
-        token = "ghp_" + "a1B2" * 9
+        token = "ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
         previous = f"## Goal\nx\n\n{LEDGER_HEADING}\n- {token}\n- /srv/app/old.py"
         engine = ContextCompressor(
             settings,
