@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from itertools import chain
+from zoneinfo import ZoneInfo
 
 from agent_core.config import CompressionSettings
 from agent_core.context.boundaries import Boundaries, find_boundaries
@@ -147,13 +148,17 @@ class ContextCompressor(ContextEngine):
         self._summary_model = summary_model or model
         # Requests must also fit the main model, which is the fallback.
         self._request_window = min(self._summary_model.context_length, model.context_length)
-        probe = PromptContext(clock().date(), MIN_SUMMARY_TOKENS)
+        probe = PromptContext(self._today(), MIN_SUMMARY_TOKENS)
         if not request_limits(self._request_window, probe).usable:
             raise ConfigError(
                 f"the summary model {self._summary_model.name} has a {self._request_window:,}"
                 "-token window, too small for summary requests; set HUBBUB_COMPRESSION_MODEL "
                 "or HUBBUB_COMPRESSION_CONTEXT_LENGTH"
             )
+
+    def _today(self) -> date:
+        """Today in the configured zone: the summary's dates match the system prompt's."""
+        return self._clock().astimezone(ZoneInfo(self.settings.timezone)).date()
 
     @property
     def tail_budget_tokens(self) -> int:
@@ -248,7 +253,7 @@ class ContextCompressor(ContextEngine):
         speakers = Counter(s for i in plan.middle if (s := speaker_names[i]))
         carried = parse_ledger(plan.previous) if plan.previous else []
         context = PromptContext(
-            today=self._clock().date(),
+            today=self._today(),
             budget_tokens=summary_budget_tokens(
                 sum(plan.tokens[i] for i in plan.middle),
                 self.context_length,

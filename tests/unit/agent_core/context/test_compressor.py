@@ -3,11 +3,11 @@ from __future__ import annotations
 import copy
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent_core.config import CompressionSettings
+from agent_core.config import CompressionSettings, Settings
 from agent_core.context.compressor import AUTH_FAILURE_COOLDOWN, FAILURE_COOLDOWN, ContextCompressor
 from agent_core.context.identifiers import LEDGER_HEADING, parse_ledger
 from agent_core.context.markers import (
@@ -299,6 +299,19 @@ class TestLedgerInSummary:
         assert outcome.identifiers_carried[0] == "id_58_39"
         assert "id_2_0" not in outcome.identifiers_carried
         assert not set(outcome.identifiers_carried) & set(outcome.identifiers_dropped)
+
+
+class TestDates:
+    def test_summary_dates_use_the_configured_time_zone(self, main_model, aux_model, clock):
+        # 12:00 UTC on the 14th is 02:00 on the 15th in UTC+14 (Etc/GMT-14).
+        clock.now = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
+        settings = CompressionSettings(timezone="Etc/GMT-14")
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux_model, clock=clock)
+        engine.compress(long_chat(120))
+        assert "Today is 2026-03-15." in aux_model.calls[0].prompt
+
+    def test_settings_pass_the_time_zone_on(self):
+        assert Settings(timezone="Etc/GMT-14").compression.timezone == "Etc/GMT-14"
 
 
 class TestRedactionAndSpeakers:
