@@ -68,7 +68,7 @@ from agent_core.compaction.triggers import Trigger, background_line
 from agent_core.config import Settings
 from agent_core.context import compute_threshold_tokens
 from agent_core.context.identifiers import find_identifiers, parse_ledger
-from agent_core.context.markers import is_summary_message, unwrap_summary
+from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from agent_core.context.summarizer import REQUEST_WINDOW_SHARE
 from agent_core.context.summary_prompt import GROUP_SECTION, TEMPLATE
 from agent_core.db.engine import transaction
@@ -613,8 +613,9 @@ class Bench:
             record.system_prompt = str(messages_sent[0]["content"])
         record.prompt_text = "\n".join(str(m.get("content") or "") for m in messages_sent)
         for message in messages_sent:
-            if is_summary_message(message):
-                record.summary_body = unwrap_summary(str(message["content"]))
+            body = summary_body_sent(message)
+            if body is not None:
+                record.summary_body = body
         self.turns.append(record)
         return record
 
@@ -652,6 +653,20 @@ class Bench:
 
 
 # -- measurements ---------------------------------------------------------------------------
+
+
+def summary_body_sent(message: dict[str, Any]) -> str | None:
+    """The summary body of a message the provider received, if it carries one.
+
+    The benchmark reads JSON off the wire, where the summary has no type; its body is then
+    matched against the ``compactions`` rows, so a look-alike would find no row.
+    """
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return None
+    if not content.startswith(SUMMARY_PREFIX) or not content.endswith(SUMMARY_END_MARKER):
+        return None
+    return content[len(SUMMARY_PREFIX) : -len(SUMMARY_END_MARKER)].strip()
 
 
 def _stats(values: Sequence[float]) -> dict[str, float] | None:

@@ -40,7 +40,7 @@ from agent_core.context.result import CompressionOutcome, CompressionResult, Str
 from agent_core.context.serialization import (
     DEFAULT_CAP,
     MESSAGE_CHAR_CAP,
-    capped_redacted,
+    capped_redacted_all,
     message_body,
     serialize_turn,
 )
@@ -269,12 +269,10 @@ class ContextCompressor(ContextEngine):
         limits = request_limits(self._request_window, context)
         cap = DEFAULT_CAP.within(limits.turn_chars)
         tool_names = {call_id: name for call_id, (name, _) in tool_calls_by_id(messages).items()}
-        originals: list[str] = []
+        # The ledger reads the original text; the model reads the pruned one.
+        originals = capped_redacted_all([message_body(messages[i]) for i in plan.middle], cap)
         turns: list[str] = []
-        for index in plan.middle:
-            # The ledger reads the original text; the model reads the pruned one.
-            body = capped_redacted(message_body(messages[index]), cap)
-            originals.append(body)
+        for index, body in zip(plan.middle, originals, strict=True):
             if pruned[index] is messages[index]:
                 turns.append(serialize_turn(messages[index], tool_names, cap, body=body))
             else:
