@@ -34,7 +34,7 @@ from agent_core.context.identifiers import (
 from agent_core.context.markers import find_latest_summary, is_summary_message, summary_message
 from agent_core.context.media import strip_historical_media
 from agent_core.context.pruning import prune
-from agent_core.context.redaction import has_secret, redact
+from agent_core.context.redaction import REDACTED, has_secret, redact
 from agent_core.context.repair import repair_tool_pairs
 from agent_core.context.result import CompressionOutcome, CompressionResult, Strategy
 from agent_core.context.serialization import (
@@ -73,6 +73,8 @@ TAIL_SHARE_OF_MESSAGE_LIMIT = 0.5
 """The tail holds at most this share of the hard message limit, so a compaction triggered by
 the limit gets the transcript well below it instead of re-triggering on the next turn."""
 MAX_FOCUS_TOPIC_CHARS = 500
+REDACTED_TOKENS = 4
+"""What one ``[REDACTED]`` costs at most (a secret it replaces costs at least one)."""
 MIN_GROUP_SPEAKERS = 2
 
 
@@ -101,6 +103,17 @@ class _Draft:
     max_request_tokens: int
     model_name: str
     model_fallback_used: bool
+
+
+def turn_token_bound(stored_tokens: int, body: str, turn: str) -> int:
+    """A bound on a serialised turn's tokens from its message's stored (exact) count.
+
+    The body is the message's text capped and redacted (never longer in tokens, but for
+    the few each ``[REDACTED]`` may add); every character serialisation adds around it
+    (label, quotes, escapes) is counted as a token of its own.
+    """
+    added = max(0, len(turn) - len(body))
+    return stored_tokens + added + REDACTED_TOKENS * body.count(REDACTED)
 
 
 def _unseen(values: Iterable[str], known: set[str]) -> Iterator[str]:
@@ -287,7 +300,15 @@ class ContextCompressor(ContextEngine):
         previous = without_ledger(plan.previous) if plan.previous else None
         models = SummaryModels(self._summary_model, self._model)
         outcome = summarize(
-            turns, previous=previous or None, context=context, models=models, limits=limits
+            turns,
+            previous=previous or None,
+            context=context,
+            models=models,
+            limits=limits,
+            turn_tokens=[
+                turn_token_bound(plan.tokens[i], body, turn)
+                for i, body, turn in zip(plan.middle, originals, turns, strict=True)
+            ],
         )
         if outcome.text is None:
             reason = str(outcome.error)

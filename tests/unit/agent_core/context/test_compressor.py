@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,7 @@ from agent_core.errors import (
     ProviderBadRequest,
     ProviderUnavailable,
 )
+from agent_core.tokens import TokenCounter
 from tests.unit.agent_core.context.builders import (
     assistant,
     call,
@@ -634,3 +636,30 @@ class TestInPlaceWiring:
                 for k, m in enumerate(long_chat(120)[1:])
             ]
         assert engine.state.summary_version == 2
+
+
+class TestDenseText:
+    """Item 21d: requests are planned from the stored exact counts, not 3 chars a token."""
+
+    @pytest.mark.parametrize("dense", ["hex", "emoji"])
+    def test_every_summary_request_fits_its_share_by_the_real_count(
+        self, settings, main_model, clock, dense
+    ):
+        counter = TokenCounter()
+        rng = random.Random(7)
+        aux = ScriptedModel("aux", context_length=8_000)
+        engine = ContextCompressor(settings, model=main_model, summary_model=aux, clock=clock)
+        messages = [system()]
+        for i in range(400):
+            if dense == "hex":
+                text = " ".join(f"0x{rng.getrandbits(256):064x}" for _ in range(3))
+            else:
+                text = "".join(rng.choice("😀🚀🔥✨🎉👍🏽🇩🇪") for _ in range(60))
+            messages.append(user(f"{i} {text}") if i % 2 == 0 else assistant(f"{i} {text}"))
+        counts = [counter.count_message(m) for m in messages]
+        outcome = engine.compress(messages, token_counts=counts, force=True)
+        assert outcome.outcome is CompressionOutcome.COMPRESSED
+        limit = int(8_000 * REQUEST_WINDOW_SHARE)
+        sizes = [counter.count_messages(call.messages) for call in aux.calls]
+        assert max(sizes) <= limit, sizes
+        assert outcome.max_summary_request_tokens >= max(sizes)
