@@ -261,6 +261,40 @@ class Ledger:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An identifier of the compacted turns, with what ranks it when not all fit."""
+
+    value: str
+    recency: int
+    """0 for the most recent; larger is older."""
+    mentions: int = 1
+    """Compacted turns that name it: one referenced again is worth more."""
+    asked: bool = False
+    """Named in a message the bot answered (its asker's words)."""
+
+
+def rank_ledger(candidates: Sequence[Candidate], budget_tokens: int) -> Ledger:
+    """The identifiers to carry within ``budget_tokens``, most recent first.
+
+    When everything fits, everything is carried. Otherwise the room goes first to
+    identifiers the bot's askers named, then to those referenced more than once, each
+    group most recent first; what is left over is dropped (and stays in the archive).
+    """
+    if sum(identifier_tokens(c.value) for c in candidates) <= budget_tokens:
+        return Ledger(tuple(c.value for c in candidates), ())
+    ranked = sorted(candidates, key=lambda c: (not c.asked, c.mentions < 2, c.recency))
+    chosen: set[str] = set()
+    used = 0
+    for candidate in ranked:
+        cost = identifier_tokens(candidate.value)
+        if used + cost <= budget_tokens:
+            chosen.add(candidate.value)
+            used += cost
+    carried = tuple(c.value for c in candidates if c.value in chosen)
+    return Ledger(carried, tuple(c.value for c in candidates if c.value not in chosen))
+
+
 def build_ledger(candidates: Iterable[str], budget_tokens: int) -> Ledger:
     """Fit ``candidates`` (most recent first) into ``budget_tokens``.
 

@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent_core.config import CompressionSettings, Settings
+from agent_core.context.budget import MAX_SUMMARY_TOKENS
 from agent_core.context.compressor import AUTH_FAILURE_COOLDOWN, FAILURE_COOLDOWN, ContextCompressor
-from agent_core.context.identifiers import LEDGER_HEADING, parse_ledger
+from agent_core.context.identifiers import LEDGER_HEADING, identifier_tokens, parse_ledger
 from agent_core.context.markers import (
     SUMMARY_END_MARKER,
     SUMMARY_PREFIX,
@@ -663,3 +664,42 @@ class TestDenseText:
         sizes = [counter.count_messages(call.messages) for call in aux.calls]
         assert max(sizes) <= limit, sizes
         assert outcome.max_summary_request_tokens >= max(sizes)
+
+
+def _tx(rng: random.Random) -> str:
+    return f"0x{rng.getrandbits(256):064x}"
+
+
+class TestLedgerSize:
+    """Item 21a: the ledger is sized by what the compacted turns hold, up to the ceiling."""
+
+    def test_long_identifiers_beyond_the_old_fixed_share_are_all_carried(self, engine):
+        rng = random.Random(3)
+        hashes = [_tx(rng) for _ in range(360)]
+        messages = long_chat(120)
+        for k in range(60):
+            messages[2 * k + 2] = user(" ".join(hashes[6 * k : 6 * k + 6]) + " " + FILLER)
+        outcome = engine.compress(messages)
+        middle = set(outcome.archived_indices)
+        expected = {h for k in range(60) if 2 * k + 2 in middle for h in hashes[6 * k : 6 * k + 6]}
+        # More than the old fixed share (75 % of the summary budget) could hold.
+        assert sum(identifier_tokens(h) for h in expected) > 0.75 * MAX_SUMMARY_TOKENS // 2
+        assert expected <= set(outcome.identifiers_carried)
+
+    def test_what_cannot_fit_is_ranked_asked_and_repeated_first(self, engine):
+        rng = random.Random(4)
+        messages = long_chat(120)
+        asked, repeated = _tx(rng), _tx(rng)
+        messages[6] = user(f"bot, what is {asked}? " + FILLER)
+        messages[7] = assistant("it is a transaction " + FILLER)  # the bot answered it
+        messages[8] = user(f"see {repeated} " + FILLER)
+        messages[9] = assistant(f"yes {repeated} " + FILLER)
+        for i in range(10, 36):  # newer turns full of one-off hashes: over the ceiling
+            messages[i] = {"role": "tool", "content": " ".join(_tx(rng) for _ in range(12))}
+            messages[i] = (
+                user(messages[i]["content"]) if i % 2 == 0 else assistant(messages[i]["content"])
+            )
+        outcome = engine.compress(messages)
+        assert outcome.identifiers_dropped  # not everything fits
+        assert asked in outcome.identifiers_carried
+        assert repeated in outcome.identifiers_carried
