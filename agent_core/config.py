@@ -106,6 +106,8 @@ class CompressionSettings:
     abort_on_summary_failure: bool = False
     lease_seconds: float = DEFAULT_COMPACTION_LEASE_SECONDS
     idle_seconds: float = DEFAULT_COMPACTION_IDLE_SECONDS
+    timezone: str = "UTC"
+    """The zone of the summaries' dates, the same as the system prompt's."""
 
 
 class McpServerConfig(BaseModel):
@@ -411,6 +413,7 @@ class Settings(BaseSettings):
             abort_on_summary_failure=self.compression_abort_on_summary_failure,
             lease_seconds=self.compression_lease_seconds,
             idle_seconds=self.compression_idle_seconds,
+            timezone=self.timezone,
         )
 
 

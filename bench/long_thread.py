@@ -68,10 +68,10 @@ from agent_core.compaction.triggers import Trigger, background_line
 from agent_core.config import Settings
 from agent_core.context import compute_threshold_tokens
 from agent_core.context.identifiers import find_identifiers, parse_ledger
-from agent_core.context.markers import is_summary_message, unwrap_summary
+from agent_core.context.markers import SUMMARY_END_MARKER, SUMMARY_PREFIX
 from agent_core.context.summarizer import REQUEST_WINDOW_SHARE
 from agent_core.context.summary_prompt import GROUP_SECTION, TEMPLATE
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.db.models import ChatSession, Compaction, Message, OutboxEntry, SessionLock
 from agent_core.errors import InvalidInput
@@ -388,20 +388,20 @@ def _aware(value: datetime) -> datetime:
 
 def session_size(runtime: Runtime, session_id: str) -> tuple[int, int]:
     """The session's active (tokens, messages), as the pipeline keeps them."""
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         chat_session = db.get(ChatSession, session_id)
         assert chat_session is not None
         return chat_session.active_tokens, chat_session.active_count
 
 
 def compaction_lease_held(runtime: Runtime, session_id: str) -> bool:
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         row = db.get(SessionLock, (session_id, lock.COMPACTION))
         return row is not None and _aware(row.expires_at) > datetime.now(UTC)
 
 
 def compaction_rows(runtime: Runtime, session_id: str) -> list[Compaction]:
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         rows = list(
             db.scalars(
                 select(Compaction)
@@ -414,7 +414,7 @@ def compaction_rows(runtime: Runtime, session_id: str) -> list[Compaction]:
 
 
 def compaction_count(runtime: Runtime, session_id: str) -> int:
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         return int(
             db.scalar(select(func.count(Compaction.id)).where(Compaction.session_id == session_id))
             or 0
@@ -613,13 +613,14 @@ class Bench:
             record.system_prompt = str(messages_sent[0]["content"])
         record.prompt_text = "\n".join(str(m.get("content") or "") for m in messages_sent)
         for message in messages_sent:
-            if is_summary_message(message):
-                record.summary_body = unwrap_summary(str(message["content"]))
+            body = summary_body_sent(message)
+            if body is not None:
+                record.summary_body = body
         self.turns.append(record)
         return record
 
     def _sent(self, message_id: int) -> Delivered | None:
-        with transaction(self.runtime.factory, durable=False) as db:
+        with read_transaction(self.runtime.factory) as db:
             row = db.execute(
                 select(
                     Message.created_at,
@@ -652,6 +653,20 @@ class Bench:
 
 
 # -- measurements ---------------------------------------------------------------------------
+
+
+def summary_body_sent(message: dict[str, Any]) -> str | None:
+    """The summary body of a message the provider received, if it carries one.
+
+    The benchmark reads JSON off the wire, where the summary has no type; its body is then
+    matched against the ``compactions`` rows, so a look-alike would find no row.
+    """
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return None
+    if not content.startswith(SUMMARY_PREFIX) or not content.endswith(SUMMARY_END_MARKER):
+        return None
+    return content[len(SUMMARY_PREFIX) : -len(SUMMARY_END_MARKER)].strip()
 
 
 def _stats(values: Sequence[float]) -> dict[str, float] | None:
@@ -718,6 +733,8 @@ def direct_measurement(
     )
     session_id = None
     for line in lines:
+        if not line.text.strip():
+            continue  # intake refuses empty messages, as it does in the replay
         accepted = intake.accept(
             inbound(line, chat_id=DIRECT_CHAT_ID, addressed=False, prefix="direct:")
         )
@@ -788,7 +805,7 @@ def identifier_retention(
     """
     if turn.summary_body is None:
         return {"compacted_turns": 0, "note": "the prompt carried no summary"}
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         writer = db.scalar(
             select(Compaction.id)
             .where(Compaction.session_id == session_id, Compaction.summary == turn.summary_body)
@@ -843,7 +860,7 @@ def identifier_retention(
     findable = 0
     not_found: list[str] = []
     beyond_first_page: list[str] = []
-    with transaction(runtime.factory) as db:
+    with read_transaction(runtime.factory) as db:
         repo = CompactionRepository.from_session(db)
         for value in everything:
             hits = repo.search_archive(session_id, value)

@@ -10,7 +10,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.compaction.service import restore_latest
 from agent_core.config import Settings
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.engine import (
+    create_db_engine,
+    make_session_factory,
+    read_transaction,
+    transaction,
+)
 from agent_core.sessions.repository import SessionRepository
 
 app = typer.Typer(help="Inspect sessions, their compactions and archived turns.")
@@ -30,7 +35,7 @@ def list_sessions(
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
 ) -> None:
     """The newest sessions with their size and compaction count."""
-    with transaction(_factory(ctx)) as db:
+    with read_transaction(_factory(ctx)) as db:
         for s in SessionRepository.from_session(db).list_recent(limit=limit, platform=platform):
             current = "current" if s.is_current else "ended"
             typer.echo(
@@ -43,7 +48,7 @@ def list_sessions(
 @app.command()
 def compactions(ctx: typer.Context, session_id: str) -> None:
     """Every compaction of a session: trigger, strategy, tokens, what it archived."""
-    with transaction(_factory(ctx)) as db:
+    with read_transaction(_factory(ctx)) as db:
         rows = CompactionRepository.from_session(db).list_for_session(session_id)
         if not rows:
             typer.echo("No compactions.")
@@ -65,7 +70,7 @@ def archive(
     ] = None,
 ) -> None:
     """The session's archived (compacted) messages, in order."""
-    with transaction(_factory(ctx)) as db:
+    with read_transaction(_factory(ctx)) as db:
         repo = CompactionRepository.from_session(db)
         found = repo.search_archive(session_id, grep) if grep else repo.archived(session_id)
         for m in found:

@@ -25,6 +25,11 @@ def summary_budget_tokens(
         context_length: the main model's window.
         carried_tokens: the budget the previous summary's carried content needs.
     """
-    ceiling = min(int(context_length * MAX_SUMMARY_WINDOW_SHARE), MAX_SUMMARY_TOKENS)
+    ceiling = summary_ceiling_tokens(context_length)
     scaled = max(MIN_SUMMARY_TOKENS, min(int(compressed_tokens * SUMMARY_RATIO), ceiling))
     return max(scaled, min(carried_tokens, ceiling))
+
+
+def summary_ceiling_tokens(context_length: int) -> int:
+    """The most a summary budget may be: ``min(5 % of the window, 12,000)`` tokens."""
+    return min(int(context_length * MAX_SUMMARY_WINDOW_SHARE), MAX_SUMMARY_TOKENS)

@@ -10,36 +10,42 @@ cooldown the caller persists.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from itertools import chain
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from agent_core.config import CompressionSettings
 from agent_core.context.boundaries import Boundaries, find_boundaries
-from agent_core.context.budget import MIN_SUMMARY_TOKENS, summary_budget_tokens
+from agent_core.context.budget import (
+    MIN_SUMMARY_TOKENS,
+    summary_budget_tokens,
+    summary_ceiling_tokens,
+)
 from agent_core.context.engine import Clock, ContextEngine, utc_now
 from agent_core.context.fallback import fallback_summary
 from agent_core.context.identifiers import (
+    Candidate,
     Ledger,
-    build_ledger,
+    find_identifiers,
     identifier_set,
+    identifier_tokens,
     ledger_budget_tokens,
     ledger_room_tokens,
     parse_ledger,
-    recent_identifiers,
+    rank_ledger,
     without_ledger,
 )
 from agent_core.context.markers import find_latest_summary, is_summary_message, summary_message
 from agent_core.context.media import strip_historical_media
 from agent_core.context.pruning import prune
-from agent_core.context.redaction import redact
+from agent_core.context.redaction import REDACTED, has_secret, redact
 from agent_core.context.repair import repair_tool_pairs
 from agent_core.context.result import CompressionOutcome, CompressionResult, Strategy
 from agent_core.context.serialization import (
     DEFAULT_CAP,
     MESSAGE_CHAR_CAP,
-    capped_redacted,
+    capped_redacted_all,
     message_body,
     serialize_turn,
 )
@@ -53,6 +59,7 @@ from agent_core.context.summary_prompt import PromptContext
 from agent_core.context.transcript import (
     ChatMessage,
     Message,
+    is_visible_reply,
     message_tokens,
     speaker_of,
     tool_calls_by_id,
@@ -72,6 +79,8 @@ TAIL_SHARE_OF_MESSAGE_LIMIT = 0.5
 """The tail holds at most this share of the hard message limit, so a compaction triggered by
 the limit gets the transcript well below it instead of re-triggering on the next turn."""
 MAX_FOCUS_TOPIC_CHARS = 500
+REDACTED_TOKENS = 4
+"""What one ``[REDACTED]`` costs at most (a secret it replaces costs at least one)."""
 MIN_GROUP_SPEAKERS = 2
 
 
@@ -102,13 +111,15 @@ class _Draft:
     model_fallback_used: bool
 
 
-def _unseen(values: Iterable[str], known: set[str]) -> Iterator[str]:
-    """``values`` in order, without those in ``known`` or already given."""
-    seen = set(known)
-    for value in values:
-        if value not in seen:
-            seen.add(value)
-            yield value
+def turn_token_bound(stored_tokens: int, body: str, turn: str) -> int:
+    """A bound on a serialised turn's tokens from its message's stored (exact) count.
+
+    The body is the message's text capped and redacted (never longer in tokens, but for
+    the few each ``[REDACTED]`` may add); every character serialisation adds around it
+    (label, quotes, escapes) is counted as a token of its own.
+    """
+    added = max(0, len(turn) - len(body))
+    return stored_tokens + added + REDACTED_TOKENS * body.count(REDACTED)
 
 
 class ContextCompressor(ContextEngine):
@@ -147,13 +158,17 @@ class ContextCompressor(ContextEngine):
         self._summary_model = summary_model or model
         # Requests must also fit the main model, which is the fallback.
         self._request_window = min(self._summary_model.context_length, model.context_length)
-        probe = PromptContext(clock().date(), MIN_SUMMARY_TOKENS)
+        probe = PromptContext(self._today(), MIN_SUMMARY_TOKENS)
         if not request_limits(self._request_window, probe).usable:
             raise ConfigError(
                 f"the summary model {self._summary_model.name} has a {self._request_window:,}"
                 "-token window, too small for summary requests; set HUBBUB_COMPRESSION_MODEL "
                 "or HUBBUB_COMPRESSION_CONTEXT_LENGTH"
             )
+
+    def _today(self) -> date:
+        """Today in the configured zone: the summary's dates match the system prompt's."""
+        return self._clock().astimezone(ZoneInfo(self.settings.timezone)).date()
 
     @property
     def tail_budget_tokens(self) -> int:
@@ -248,7 +263,7 @@ class ContextCompressor(ContextEngine):
         speakers = Counter(s for i in plan.middle if (s := speaker_names[i]))
         carried = parse_ledger(plan.previous) if plan.previous else []
         context = PromptContext(
-            today=self._clock().date(),
+            today=self._today(),
             budget_tokens=summary_budget_tokens(
                 sum(plan.tokens[i] for i in plan.middle),
                 self.context_length,
@@ -264,27 +279,40 @@ class ContextCompressor(ContextEngine):
         limits = request_limits(self._request_window, context)
         cap = DEFAULT_CAP.within(limits.turn_chars)
         tool_names = {call_id: name for call_id, (name, _) in tool_calls_by_id(messages).items()}
-        originals: list[str] = []
+        # The ledger reads the original text; the model reads the pruned one.
+        originals = capped_redacted_all([message_body(messages[i]) for i in plan.middle], cap)
         turns: list[str] = []
-        for index in plan.middle:
-            # The ledger reads the original text; the model reads the pruned one.
-            body = capped_redacted(message_body(messages[index]), cap)
-            originals.append(body)
+        for index, body in zip(plan.middle, originals, strict=True):
             if pruned[index] is messages[index]:
                 turns.append(serialize_turn(messages[index], tool_names, cap, body=body))
             else:
                 turns.append(serialize_turn(pruned[index], tool_names, cap))
         # The ledger never passes through the summary model, so only the model's share of
-        # the budget is bounded by the summary model's window.
-        ledger = self._ledger(
-            pruned, plan, originals, speaker_names, carried, context.budget_tokens
+        # the budget is bounded by the summary model's window. The ledger takes what the
+        # compacted turns' identifiers need, up to the summary ceiling; the prose keeps at
+        # least its share of the budget.
+        ledger_room = max(
+            ledger_budget_tokens(context.budget_tokens), summary_ceiling_tokens(self.context_length)
         )
-        model_budget = min(context.budget_tokens - ledger.tokens, limits.max_output_tokens)
+        ledger = self._ledger(pruned, plan, originals, speaker_names, carried, ledger_room)
+        prose = max(
+            context.budget_tokens - ledger.tokens,
+            context.budget_tokens - ledger_budget_tokens(context.budget_tokens),
+        )
+        model_budget = min(prose, limits.max_output_tokens)
         context = replace(context, budget_tokens=max(1, model_budget))
         previous = without_ledger(plan.previous) if plan.previous else None
         models = SummaryModels(self._summary_model, self._model)
         outcome = summarize(
-            turns, previous=previous or None, context=context, models=models, limits=limits
+            turns,
+            previous=previous or None,
+            context=context,
+            models=models,
+            limits=limits,
+            turn_tokens=[
+                turn_token_bound(plan.tokens[i], body, turn)
+                for i, body, turn in zip(plan.middle, originals, turns, strict=True)
+            ],
         )
         if outcome.text is None:
             reason = str(outcome.error)
@@ -324,7 +352,7 @@ class ContextCompressor(ContextEngine):
             originals: the capped, redacted original text of each middle message.
             speaker_names: the group speaker of each message, if any.
             carried: the identifiers the previous summary carried, in its order.
-            budget: the summary budget the ledger takes its share of.
+            budget: the ledger's room, in tokens.
         """
         kept_indices = (
             *range(plan.boundaries.head_end),
@@ -339,8 +367,58 @@ class ContextCompressor(ContextEngine):
         # The kept turns name their speakers ("[bob_2] …"). Other names that look like
         # identifiers in the compacted turns' text are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
-        candidates = _unseen(chain(recent_identifiers(originals), carried), kept)
-        return build_ledger(candidates, ledger_budget_tokens(budget))
+        return rank_ledger(self._candidates(pruned, plan, originals, carried, kept, budget), budget)
+
+    def _candidates(
+        self,
+        pruned: Sequence[Message],
+        plan: _Plan,
+        originals: list[str],
+        carried: list[str],
+        kept: set[str],
+        budget: int,
+    ) -> list[Candidate]:
+        """The ledger's candidates, most recent first, read until twice ``budget`` is found.
+
+        Reading stops there (an old night's identifiers are left to the archive unread),
+        so the work stays proportional to what a ledger can carry. The ledger is never
+        redacted as a whole (its lines are verbatim), so each value is checked: one
+        carried from an older summary, or one the redactor recognises only on its own,
+        never reaches the stored summary.
+        """
+        found: dict[str, Candidate] = {}
+        cost = 0
+
+        def add(value: str, asked: bool) -> None:
+            nonlocal cost
+            if value in kept:
+                return
+            old = found.get(value)
+            if old is not None:
+                found[value] = replace(old, mentions=old.mentions + 1, asked=old.asked or asked)
+            elif not has_secret(value):
+                found[value] = Candidate(value, len(found), asked=asked)
+                cost += identifier_tokens(value)
+
+        for position in range(len(originals) - 1, -1, -1):
+            if cost >= 2 * budget:
+                break
+            index = plan.middle[position]
+            following = pruned[index + 1] if index + 1 < len(pruned) else None
+            asked = (
+                pruned[index].get("role") == "user"
+                and following is not None
+                and (is_visible_reply(following))
+            )
+            for value in dict.fromkeys(
+                v for _, v in reversed(find_identifiers(originals[position]))
+            ):
+                add(value, asked)
+        for value in carried:
+            if cost >= 2 * budget:
+                break
+            add(value, False)
+        return list(found.values())
 
     def _apply(
         self,

@@ -11,11 +11,13 @@ the archived turns.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
+from typing import Any
+
+import re2
 
 LEDGER_HEADING = "## Critical Identifiers"
 LEDGER_NOTE = "(verbatim from the compacted turns, most recent first)"
@@ -45,62 +47,85 @@ class IdentifierKind(StrEnum):
     CODE = "code"
 
 
-_W = r"[\w.@+-]"  # one character of a path segment
-_ALTERNATIVES: tuple[tuple[str, str], ...] = (
-    ("url", r"\b(?:https?|ftp|ssh|git|wss?)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+"),
-    ("email", r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
-    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-    ("ticket", r"\b[\w.-]+/[\w.-]+#\d+\b|(?<![\w&#])#\d{1,7}\b|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b"),
+_W = r"[\p{L}\p{N}_.@+-]"  # one character of a path segment
+_LAST = r"[\p{L}\p{N}_@+-]+(?:\.[A-Za-z0-9]{1,8})+"  # a file name: "x.tar.gz", "Xorg.0.log"
+_ALTERNATIVES: tuple[tuple[str, str, str], ...] = (
+    # (group, prefix, body): the prefix must precede the identifier and is not part of
+    # it (RE2 has no look-behind; a consumed prefix is never an identifier character).
+    ("url", "", r"\b(?:https?|ftp|ssh|git|wss?)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+"),
+    ("email", "", r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
     (
-        "path",
-        rf"(?:~|\.\.?)/{_W}+(?:/{_W}+)*/?"
-        rf"|(?<![\w/:.~])/{_W}+(?:/{_W}+)+/?"
-        r"|(?<![\w/:.~])/[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
-        rf"|\b{_W}+(?:/{_W}+)*/[\w@+-]+\.[A-Za-z0-9]{{1,8}}\b"
-        r"|\b[A-Za-z]:\\[^\s\"'<>|]+",
+        "uuid",
+        "",
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     ),
-    ("hash", r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),
-    ("version", r"\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b"),
-    ("dotted", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"),
-    ("snake", r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"),
-    # camelCase / CamelCase: every capitalised run must be followed by lower case, so
-    # shouting and typos ("mY", "iTS", "inSANE", "pleasE") are not identifiers.
+    ("ticket", "", r"\b[\w.-]+/[\w.-]+#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b"),
+    ("issue", r"(?:^|[^\w&#])", r"#\d{1,7}\b"),
+    ("relpath", "", rf"(?:~|\.\.?)/{_W}+(?:/{_W}+)*/?|\b{_W}+(?:/{_W}+)*/{_LAST}\b"),
+    ("abspath", r"(?:^|[^\w/:.~])", rf"/{_W}+(?:/{_W}+)+/?|/{_LAST}\b"),
+    ("winpath", "", r"\b[A-Za-z]:\\[^\s\"'<>|]+"),
+    ("hex", "", r"\b0[xX][0-9a-fA-F]{4,64}\b"),
+    (
+        "version",
+        "",
+        r"\bv?\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?"
+        r"(?:\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?\b",
+    ),
+    # 7-64 hex digits with at least one digit and one letter (the length is checked after).
+    ("hash", "", r"\b[0-9a-f]*(?:[0-9][0-9a-f]*[a-f]|[a-f][0-9a-f]*[0-9])[0-9a-f]*\b"),
+    # Namespaced names (Clojure's "clojure.core/split-with", Perl's "Foo::Bar" below).
+    ("namespaced", "", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+/[A-Za-z_*+!?<>=][\w*+!?<>=-]*"),
+    ("dotted", "", r"\b[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+\b"),
+    ("snake", "", r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"),
+    # camelCase / CamelCase / macOS: every capitalised run must be followed by lower case
+    # or end a word after at least two lower-case letters, so shouting and typos ("mY",
+    # "iTS", "inSANE", "pleasE") are not identifiers.
     (
         "camel",
-        r"\b[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b|\b[a-z][a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b",
+        "",
+        r"\b[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b|\b[a-z][a-z0-9]+(?:[A-Z]+[a-z0-9]+)+\b"
+        r"|\b[a-z]{2,}[A-Z]{2,3}\b",
     ),
 )
 """Every identifier pattern, in priority order: at one position the earlier alternative
-wins, so a URL is never split into a path and names."""
-_START = r"(?:\b|(?=[~./#\\]))"
-"""Where any alternative can start: a word boundary or a path or ticket sigil. Checking it
-first spares the engine trying every alternative inside words."""
-_GATED = ("url", "email", "uuid", "ticket", "path")
+wins, so a URL is never split into a path and names. They are RE2 expressions: matching is
+linear in the text, whatever the text (a backtracking engine tried every start inside a
+long crafted word and took seconds on a few kilobytes)."""
+_GATED = ("url", "email", "uuid", "ticket", "issue", "relpath", "abspath", "winpath")
 """The alternatives left out of a pattern when the text lacks the characters they need."""
 
 
 def _needed(candidates: str) -> tuple[bool, ...]:
     """For each of :data:`_GATED`: whether ``candidates`` has the characters it needs."""
     dash = "-" in candidates
+    slash = "/" in candidates
     return (
         "://" in candidates or "www." in candidates,
         "@" in candidates,
         dash,
         dash or "#" in candidates,
-        "/" in candidates or "\\" in candidates,
+        "#" in candidates,
+        slash,
+        slash,
+        "\\" in candidates,
     )
+
+
+def _compile(expression: str) -> Any:
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    options.log_errors = False
+    return re2.compile(expression.encode(), options)
 
 
 @cache
-def _pattern(needed: tuple[bool, ...]) -> re.Pattern[str]:
-    """The identifier pattern without the alternatives that cannot match (at most 32)."""
+def _pattern(needed: tuple[bool, ...]) -> tuple[Any, dict[int, str]]:
+    """The pattern without the alternatives that cannot match, and its group names."""
     gated = dict(zip(_GATED, needed, strict=True))
-    return re.compile(
-        _START
-        + "(?:"
-        + "|".join(f"(?P<{name}>{body})" for name, body in _ALTERNATIVES if gated.get(name, True))
-        + ")"
-    )
+    used = [(name, prefix, body) for name, prefix, body in _ALTERNATIVES if gated.get(name, True)]
+    pattern = _compile("|".join(f"{prefix}(?P<{name}>{body})" for name, prefix, body in used))
+    names = {index: name.decode() for name, index in pattern.groupindex.items()}
+    return pattern, names
 
 
 _KIND_OF_GROUP = {
@@ -108,16 +133,22 @@ _KIND_OF_GROUP = {
     "email": IdentifierKind.EMAIL,
     "uuid": IdentifierKind.UUID,
     "ticket": IdentifierKind.TICKET,
-    "path": IdentifierKind.PATH,
+    "issue": IdentifierKind.TICKET,
+    "relpath": IdentifierKind.PATH,
+    "abspath": IdentifierKind.PATH,
+    "winpath": IdentifierKind.PATH,
+    "hex": IdentifierKind.HASH,
     "hash": IdentifierKind.HASH,
     "version": IdentifierKind.VERSION,
+    "namespaced": IdentifierKind.CODE,
     "dotted": IdentifierKind.CODE,
     "snake": IdentifierKind.CODE,
     "camel": IdentifierKind.CODE,
 }
-_BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
+_BACKTICKED = _compile(r"`([^`\n]{1,200})`")
 _URL_TRAILING = ".,;:!?)]}'\""
 _PUNCTUATION = ".,;:!?()[]{}\"'<>"
+MIN_HASH_CHARS, MAX_HASH_CHARS = 7, 64
 
 
 def _plain_word(word: str) -> bool:
@@ -134,13 +165,21 @@ def _plain_word(word: str) -> bool:
 
 def _clean(group: str, value: str) -> str | None:
     """The identifier as it should be carried, or ``None`` when the match is noise."""
-    if group in ("url", "path"):
+    if group in ("url", "relpath", "abspath", "winpath"):
         value = value.rstrip(_URL_TRAILING)
-    elif group == "dotted" and max(len(part) for part in value.split(".")) < 2:
-        return None  # "e.g", "i.e"
+    elif group == "dotted":
+        parts = value.replace("::", ".").split(".")
+        if max(map(len, parts)) < 2 or ("::" in value and min(map(len, parts)) < 2):
+            return None  # "e.g", "i.e", "bit::P"
+    elif group == "hash" and not MIN_HASH_CHARS <= len(value) <= MAX_HASH_CHARS:
+        return None
     if not MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS:
         return None
     return value
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "replace")
 
 
 def find_identifiers(text: str) -> list[tuple[IdentifierKind, str]]:
@@ -150,18 +189,20 @@ def find_identifiers(text: str) -> list[tuple[IdentifierKind, str]]:
     """
     found: list[tuple[IdentifierKind, str]] = []
     if "`" in text:
-        for quoted in _BACKTICKED.finditer(text):
-            value = quoted.group(1).strip()
+        data = _utf8(text)
+        for quoted in _BACKTICKED.finditer(data):
+            value = quoted.group(1).decode("utf-8", "replace").strip()
             if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS:
                 found.append((IdentifierKind.CODE, value))
-        text = _BACKTICKED.sub(" ", text)
+        text = _BACKTICKED.sub(b" ", data).decode("utf-8", "replace")
     candidates = " ".join([word for word in text.split() if not _plain_word(word)])
     if not candidates:
         return found
-    for match in _pattern(_needed(candidates)).finditer(candidates):
-        group = match.lastgroup
-        assert group is not None
-        value = _clean(group, match.group())
+    pattern, names = _pattern(_needed(candidates))
+    for match in pattern.finditer(_utf8(candidates)):
+        index = match.lastindex
+        group = names[index]
+        value = _clean(group, match.group(index).decode("utf-8", "replace"))
         if value is not None:
             found.append((_KIND_OF_GROUP[group], value))
     return found
@@ -218,6 +259,40 @@ class Ledger:
             return ""
         lines = [LEDGER_HEADING, LEDGER_NOTE, *(f"- {value}" for value in self.carried)]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An identifier of the compacted turns, with what ranks it when not all fit."""
+
+    value: str
+    recency: int
+    """0 for the most recent; larger is older."""
+    mentions: int = 1
+    """Compacted turns that name it: one referenced again is worth more."""
+    asked: bool = False
+    """Named in a message the bot answered (its asker's words)."""
+
+
+def rank_ledger(candidates: Sequence[Candidate], budget_tokens: int) -> Ledger:
+    """The identifiers to carry within ``budget_tokens``, most recent first.
+
+    When everything fits, everything is carried. Otherwise the room goes first to
+    identifiers the bot's askers named, then to those referenced more than once, each
+    group most recent first; what is left over is dropped (and stays in the archive).
+    """
+    if sum(identifier_tokens(c.value) for c in candidates) <= budget_tokens:
+        return Ledger(tuple(c.value for c in candidates), ())
+    ranked = sorted(candidates, key=lambda c: (not c.asked, c.mentions < 2, c.recency))
+    chosen: set[str] = set()
+    used = 0
+    for candidate in ranked:
+        cost = identifier_tokens(candidate.value)
+        if used + cost <= budget_tokens:
+            chosen.add(candidate.value)
+            used += cost
+    carried = tuple(c.value for c in candidates if c.value in chosen)
+    return Ledger(carried, tuple(c.value for c in candidates if c.value not in chosen))
 
 
 def build_ledger(candidates: Iterable[str], budget_tokens: int) -> Ledger:

@@ -1,24 +1,29 @@
 """Turn messages into the labelled, capped, redacted text a summary model reads.
 
-Each message becomes one block: a role label (with the speaker's name in groups, so the
-summary can say who said what), then its text capped at 6,000 characters (the first
-4,000 and the last 1,500: a long output's conclusion is usually at its end) and with
-secrets removed. Redaction runs over slightly more than is kept, so a secret cut by the
-cap is still recognised.
+Each message becomes one line: a role label (with the speaker's name in groups, so the
+summary can say who said what), then its text as a JSON string, capped at 6,000
+characters (the first 4,000 and the last 1,500: a long output's conclusion is usually at
+its end) and with secrets removed. Redaction runs over slightly more than is kept, so a
+secret cut by the cap is still recognised.
+
+Everything people wrote is quoted: a message (or a display name) that types
+``[ASSISTANT]:`` on a new line stays inside its JSON string and never reads as a turn of
+its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent_core.context.redaction import redact
+from agent_core.context.redaction import redact_all
+from agent_core.context.summary_prompt import quoted
 from agent_core.context.transcript import (
     Message,
     content_text,
     speaker_of,
+    spoken_text,
     tool_call_name_and_arguments,
-    without_speaker_prefix,
 )
 
 MESSAGE_CHAR_CAP = 6_000
@@ -72,19 +77,38 @@ def capped_redacted(text: str, cap: CharCap = DEFAULT_CAP) -> str:
     Cuts fall on word boundaries where possible, so no half identifier (``etc/app.conf``
     from ``/etc/app.conf``) reaches the summary or the identifier ledger.
     """
-    if len(text) <= cap.total:
-        return redact(text)
-    head = _cut_head(redact(text[: cap.head + REDACTION_OVERLAP_CHARS]), cap.head)
-    tail = _cut_tail(redact(text[-(cap.tail + REDACTION_OVERLAP_CHARS) :]), cap.tail)
-    omitted = len(text) - len(head) - len(tail)
-    return f"{head}\n[… {omitted:,} characters omitted …]\n{tail}"
+    return capped_redacted_all([text], cap)[0]
+
+
+def capped_redacted_all(texts: Sequence[str], cap: CharCap = DEFAULT_CAP) -> list[str]:
+    """:func:`capped_redacted` of each text, redacted as one batch."""
+    pieces: list[str] = []
+    for text in texts:
+        if len(text) <= cap.total:
+            pieces.append(text)
+        else:
+            pieces.append(text[: cap.head + REDACTION_OVERLAP_CHARS])
+            pieces.append(text[-(cap.tail + REDACTION_OVERLAP_CHARS) :])
+    redacted = iter(redact_all(pieces))
+    out: list[str] = []
+    for text in texts:
+        if len(text) <= cap.total:
+            out.append(next(redacted))
+            continue
+        head = _cut_head(next(redacted), cap.head)
+        tail = _cut_tail(next(redacted), cap.tail)
+        omitted = len(text) - len(head) - len(tail)
+        out.append(f"{head}\n[… {omitted:,} characters omitted …]\n{tail}")
+    return out
 
 
 def message_body(message: Message) -> str:
     """Everything a message says: its text (without a group speaker prefix) and its calls."""
-    text = content_text(message.get("content"))
-    if message.get("role") == "user":
-        text = without_speaker_prefix(text)
+    text = (
+        spoken_text(message)
+        if message.get("role") == "user"
+        else content_text(message.get("content"))
+    )
     calls = message.get("tool_calls") if message.get("role") == "assistant" else None
     if calls:
         rendered = []
@@ -97,15 +121,18 @@ def message_body(message: Message) -> str:
 
 
 def turn_label(message: Message, tool_names: Mapping[str, str]) -> str:
-    """The role label of one block: ``USER (Alice)``, ``ASSISTANT``, ``TOOL RESULT (grep)``."""
+    """The role label of one line: ``USER "Alice"``, ``ASSISTANT``, ``TOOL RESULT "grep"``.
+
+    Names come from people and tools, so they are quoted like the text.
+    """
     role = str(message.get("role") or "unknown")
     if role == "user":
         speaker = speaker_of(message)
-        return f"USER ({speaker})" if speaker else "USER"
+        return f"USER {quoted(speaker)}" if speaker else "USER"
     if role == "tool":
         name = message.get("name") or tool_names.get(str(message.get("tool_call_id") or ""))
-        return f"TOOL RESULT ({name})" if name else "TOOL RESULT"
-    return role.upper()
+        return f"TOOL RESULT {quoted(str(name))}" if name else "TOOL RESULT"
+    return "ASSISTANT" if role == "assistant" else quoted(role)
 
 
 def serialize_turn(
@@ -115,7 +142,7 @@ def serialize_turn(
     *,
     body: str | None = None,
 ) -> str:
-    """One labelled block for the summary request.
+    """One labelled line for the summary request: ``[label]: "text as JSON"``.
 
     Args:
         message: the message.
@@ -124,4 +151,4 @@ def serialize_turn(
         body: the already capped and redacted body, when the caller has it.
     """
     text = capped_redacted(message_body(message), cap) if body is None else body
-    return f"[{turn_label(message, tool_names)}]: {text}"
+    return f"[{turn_label(message, tool_names)}]: {quoted(text)}"

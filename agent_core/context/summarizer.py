@@ -9,8 +9,10 @@ even they do not fit one request. Every summary is at most half a request's room
 each merge round at least halves the number of summaries: the number of calls grows
 linearly with the size of the middle.
 
-Sizes are planned with a cautious 3 characters per token (the rough gate estimate uses
-4), so requests stay within their share even for identifier-heavy text.
+Turns are sized by the exact token counts stored per message (plus what serialisation
+adds), never by characters alone: hex and emoji-heavy text runs near 1.6 characters per
+token. Instructions and earlier summaries, which have no stored count, are planned with a
+cautious 3 characters per token.
 """
 
 from __future__ import annotations
@@ -135,14 +137,21 @@ class SummaryModels:
         """The model currently asked."""
         return self._models[self._current].name
 
-    def complete(self, prompt: str, max_tokens: int) -> str:
+    def complete(self, prompt: str, max_tokens: int, *, extra_tokens: int = 0) -> str:
         """The model's text for ``prompt``, at most ``max_tokens`` tokens long.
+
+        Args:
+            prompt: the request.
+            max_tokens: the output budget.
+            extra_tokens: what the prompt's turns take beyond their character estimate
+                (their stored counts say so), for the recorded request size.
 
         Raises:
             ProviderError: the call failed and no fallback is left.
         """
         messages: list[Message] = list(request_messages(prompt))
-        size = sum(planning_tokens(str(m["content"])) for m in messages) + REQUEST_OVERHEAD_TOKENS
+        size = sum(planning_tokens(str(m["content"])) for m in messages)
+        size += REQUEST_OVERHEAD_TOKENS + extra_tokens
         while True:
             model = self._models[self._current]
             self.calls += 1
@@ -201,6 +210,7 @@ def summarize(
     context: PromptContext,
     models: SummaryModels,
     limits: RequestLimits,
+    turn_tokens: Sequence[int] | None = None,
 ) -> SummaryOutcome:
     """Summarise serialised ``turns`` (oldest first), updating ``previous`` if given.
 
@@ -211,16 +221,31 @@ def summarize(
             exceed :attr:`RequestLimits.max_output_tokens`.
         models: the models to call; they count calls and request sizes.
         limits: the request limits the turns were serialised for.
+        turn_tokens: a bound on each turn's tokens (from the stored counts); without it
+            turns are planned by their length.
 
     Returns:
         The summary, or the error that stopped it.
     """
     previous = _fit(previous, limits.item_tokens) if previous else None
-    sizes = [planning_tokens(t) for t in turns]
+    estimated = [planning_tokens(t) for t in turns]
+    sizes = (
+        [max(e, n) for e, n in zip(estimated, turn_tokens, strict=True)]
+        if turn_tokens is not None
+        else estimated
+    )
+
+    def extra(chunk: Sequence[int]) -> int:
+        return sum(sizes[i] - estimated[i] for i in chunk)
+
     try:
         if (planning_tokens(previous) if previous else 0) + sum(sizes) + len(sizes) <= limits.room:
             prompt = summarize_prompt("\n\n".join(turns), context, previous=previous)
-            return SummaryOutcome(models.complete(prompt, context.budget_tokens))
+            return SummaryOutcome(
+                models.complete(
+                    prompt, context.budget_tokens, extra_tokens=extra(range(len(turns)))
+                )
+            )
         chunks = pack(sizes, limits.room)
         items = [previous] if previous else []
         for number, chunk in enumerate(chunks, 1):
@@ -236,7 +261,7 @@ def summarize(
                 replace(context, budget_tokens=budget),
                 part=(number, len(chunks)),
             )
-            items.append(models.complete(prompt, budget))
+            items.append(models.complete(prompt, budget, extra_tokens=extra(chunk)))
         return SummaryOutcome(_merge(items, context, models, limits), chunks=len(chunks))
     except ProviderError as error:
         return SummaryOutcome(None, error=error)

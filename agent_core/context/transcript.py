@@ -8,7 +8,6 @@ place.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,8 +19,21 @@ ChatMessage = dict[str, Any]
 """A message the context engine built or rewrote."""
 
 IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
-SPEAKER_PREFIX = re.compile(r"\[([^\]\n]{1,80})\] ")
-"""How a group transcript names the speaker of a user message: ``[Alice] text``."""
+
+
+class SpokenMessage(dict[str, Any]):
+    """A group member's message, with its speaker as stored on the message row.
+
+    The text carries a ``[Speaker] `` label for the model; the speaker travels beside it.
+
+    The label is never parsed back: display names hold brackets (``[DEV] alice``,
+    ``bob[m]``) and anyone can type ``[Name] `` at the start of a message.
+    """
+
+    def __init__(self, speaker: str, text: str) -> None:
+        super().__init__(role="user", content=f"[{speaker}] {text}")
+        self.speaker = speaker
+        self.text = text
 
 
 def content_text(content: Any) -> str:
@@ -80,23 +92,21 @@ def tool_calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
 
 
 def speaker_of(message: Message) -> str | None:
-    """Who said a user message in a group: its ``name`` or its ``[Name] `` text prefix."""
-    if message.get("role") != "user":
-        return None
-    if message.get("name"):
+    """Who said a user message in a group: the stored speaker, or the message's ``name``."""
+    if isinstance(message, SpokenMessage):
+        return message.speaker
+    if message.get("role") == "user" and message.get("name"):
         return str(message["name"])
-    content = message.get("content")
-    if isinstance(content, str):
-        match = SPEAKER_PREFIX.match(content)
-        if match:
-            return match.group(1)
     return None
 
 
-def without_speaker_prefix(text: str) -> str:
-    """The text of a group message without its ``[Name] `` prefix."""
-    match = SPEAKER_PREFIX.match(text)
-    return text[match.end() :] if match else text
+def spoken_text(message: Message) -> str:
+    """The text of a message without the speaker label a group transcript adds."""
+    content = content_text(message.get("content"))
+    if isinstance(message, SpokenMessage):
+        label = f"[{message.speaker}] "
+        return content[len(label) :] if content.startswith(label) else content
+    return content
 
 
 def message_tokens(

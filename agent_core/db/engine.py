@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +28,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _sqlite_begin_immediate(connection: Any) -> None:
+_READING: ContextVar[bool] = ContextVar("hubbub_sqlite_reading", default=False)
+"""Set by :func:`read_transaction`: the transaction being begun only reads."""
+
+
+def _sqlite_begin(connection: Any) -> None:
     # A deferred transaction that later writes can fail with "database is locked" instead of
     # waiting; taking the write lock up front makes concurrent writers queue on busy_timeout.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # A read takes no lock at all: under WAL it reads a snapshot while a writer writes, so
+    # a long archive search never holds up intake or replies.
+    connection.exec_driver_sql("BEGIN DEFERRED" if _READING.get() else "BEGIN IMMEDIATE")
 
 
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     """An engine configured for concurrent workers on either backend.
 
-    SQLite gets WAL, a busy timeout and immediate transactions; its parent folder is
-    created if missing. Postgres gets a pre-pinged pool.
+    SQLite gets WAL, a busy timeout and immediate transactions (deferred ones for
+    :func:`read_transaction`); its parent folder is created if missing. Postgres gets a
+    pre-pinged pool.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -50,7 +58,7 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin_immediate)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     # No pre-ping: it costs a round trip per checkout on the hot path. After a database
     # restart the first statement on a stale connection fails, SQLAlchemy drops the whole
@@ -89,6 +97,22 @@ def transaction(factory: sessionmaker[Session], *, durable: bool = True) -> Iter
     with factory() as session, session.begin():
         if durable and session.get_bind().dialect.name == "postgresql":
             session.execute(_DURABLE_COMMIT)
+        yield session
+
+
+@contextmanager
+def read_transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A unit of work that only reads: on SQLite it never takes the write lock.
+
+    Writes inside it are a bug: SQLite would fail them with "database is locked" rather
+    than wait. On Postgres it is an ordinary transaction (reads never block writers there).
+    """
+    with factory() as session, session.begin():
+        token = _READING.set(True)
+        try:
+            session.connection()  # begins the transaction while the flag is set
+        finally:
+            _READING.reset(token)
         yield session
 
 

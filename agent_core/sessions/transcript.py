@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from agent_core.context.transcript import SpokenMessage
+
 GROUP = "group"
 
 
@@ -39,7 +41,8 @@ def to_chat_message(message: TranscriptRow, *, chat_type: str) -> dict[str, Any]
     """One stored message as an OpenAI chat message.
 
     In groups, user messages carry the speaker's name so the model (and any summary of
-    the thread) can tell who said what.
+    the thread) can tell who said what; the speaker also travels beside the text (see
+    :class:`~agent_core.context.transcript.SpokenMessage`), read from the row.
     """
     return chat_message(
         message.role,
@@ -69,9 +72,11 @@ def chat_message(
     The per-turn transcript build unpacks its light rows by position, several times
     faster than named access on each row.
     """
-    out: dict[str, Any] = {"role": role, "content": content}
+    out: dict[str, Any]
     if role == "user" and chat_type == GROUP:
-        out["content"] = group_line(content, speaker_name, speaker_id)
+        out = SpokenMessage(label_of(speaker_name, speaker_id), content or "")
+    else:
+        out = {"role": role, "content": content}
     if tool_calls:
         out["tool_calls"] = tool_calls
     if tool_call_id:

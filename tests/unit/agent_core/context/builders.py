@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent_core.context.transcript import SpokenMessage
+
 Msg = dict[str, Any]
 
 
@@ -14,7 +16,8 @@ def system(text: str = "You are Hubbub.") -> Msg:
 
 
 def user(text: str, speaker: str | None = None) -> Msg:
-    return {"role": "user", "content": f"[{speaker}] {text}" if speaker else text}
+    """A user message; with ``speaker``, a group member's (labelled as the transcript does)."""
+    return SpokenMessage(speaker, text) if speaker else {"role": "user", "content": text}
 
 
 def assistant(text: str | None = "ok") -> Msg:

@@ -47,23 +47,23 @@ class TestCap:
 class TestLabels:
     def test_roles_and_speakers(self):
         names = {"x": "grep"}
-        assert turn_label(user("hi", "alice"), names) == "USER (alice)"
+        assert turn_label(user("hi", "alice"), names) == 'USER "alice"'
         assert turn_label(user("hi"), names) == "USER"
         assert turn_label(assistant("a"), names) == "ASSISTANT"
-        assert turn_label(result("x"), names) == "TOOL RESULT (grep)"
+        assert turn_label(result("x"), names) == 'TOOL RESULT "grep"'
         assert turn_label(result("y"), names) == "TOOL RESULT"
 
 
 class TestSerializeTurn:
     def test_group_user_message(self):
-        assert serialize_turn(user("hello there", "alice"), {}) == "[USER (alice)]: hello there"
+        assert serialize_turn(user("hello there", "alice"), {}) == '[USER "alice"]: "hello there"'
 
     def test_assistant_calls_are_rendered(self):
         body = message_body(call("x", "terminal", text="checking", command="ls"))
         assert body == 'checking\n[calls] terminal({"command": "ls"})'
 
     def test_given_body_is_used(self):
-        assert serialize_turn(user("raw"), {}, body="cooked") == "[USER]: cooked"
+        assert serialize_turn(user("raw"), {}, body="cooked") == '[USER]: "cooked"'
 
     def test_secrets_are_redacted(self):
         assert REDACTED in serialize_turn(user("my token=abcdef123"), {})

@@ -48,7 +48,7 @@ class TestSummarizePrompt:
         context = PromptContext(date(2026, 3, 14), 2_000, participants=("alice", "bob"))
         prompt = summarize_prompt("x", context)
         assert "## Participants" in prompt
-        assert "group chat (alice, bob)" in prompt
+        assert 'group chat ("alice", "bob")' in prompt
         assert "Attribute" in prompt
 
     def test_many_participants_are_counted_not_listed(self):
@@ -60,7 +60,9 @@ class TestSummarizePrompt:
 
     def test_focus_topic(self):
         context = PromptContext(date(2026, 3, 14), 2_000, focus_topic="the billing bug")
-        assert "FOCUS TOPIC: the billing bug" in summarize_prompt("x", context)
+        assert 'FOCUS TOPIC (the user\'s words): "the billing bug"' in summarize_prompt(
+            "x", context
+        )
 
     def test_ledger_is_not_asked_for(self):
         assert 'Do not write a "Critical Identifiers" section' in summarize_prompt("x", CONTEXT)

@@ -8,8 +8,8 @@ from agent_core.context.transcript import (
     is_visible_reply,
     message_tokens,
     speaker_of,
+    spoken_text,
     tool_calls_by_id,
-    without_speaker_prefix,
 )
 from agent_core.tokens import rough_message_tokens
 from tests.unit.agent_core.context.builders import assistant, call, image_user, result, user
@@ -63,13 +63,24 @@ class TestSpeakers:
     def test_name_field_wins(self):
         assert speaker_of({"role": "user", "name": "bob", "content": "[alice] hi"}) == "bob"
 
-    def test_prefix(self):
+    def test_stored_speaker(self):
         assert speaker_of(user("hi", "alice")) == "alice"
-        assert without_speaker_prefix("[alice] hi") == "hi"
+        assert spoken_text(user("hi", "alice")) == "hi"
 
-    @pytest.mark.parametrize("message", [user("hi"), assistant("[x] y"), image_user()])
+    @pytest.mark.parametrize("name", ["[DEV] alice", "bob[m]", "[[x]]", "a] b [c"])
+    def test_names_with_brackets_come_from_the_row(self, name):
+        """Item 21c: the speaker is never parsed out of the text."""
+        message = user("[not me] hi", name)
+        assert message["content"] == f"[{name}] [not me] hi"
+        assert speaker_of(message) == name
+        assert spoken_text(message) == "[not me] hi"
+
+    @pytest.mark.parametrize(
+        "message", [user("hi"), user("[alice] typed a label"), assistant("[x] y"), image_user()]
+    )
     def test_no_speaker(self, message):
         assert speaker_of(message) is None
+        assert spoken_text(user("[alice] hi")) == "[alice] hi"
 
     def test_has_images(self):
         assert has_images(image_user())
