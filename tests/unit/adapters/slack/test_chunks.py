@@ -59,7 +59,7 @@ class TestRenderChunks:
     def test_short_reply_is_one_message(self) -> None:
         (chunk,) = render_chunks("Hello **there**")
         assert chunk.mrkdwn == "Hello *there*"
-        assert chunk.markdown == "Hello **there**"
+        assert chunk.plain == "Hello there"
 
     def test_default_limit_stays_under_slacks_advice(self) -> None:
         assert MAX_MESSAGE_CHARS < 4_000
@@ -75,7 +75,7 @@ class TestRenderChunks:
         chunks = render_chunks(markdown, 300)
         assert all(len(c.mrkdwn) <= 300 for c in chunks)
         assert len(markdown) // 300 < len(chunks)
-        assert " ".join(c.markdown for c in chunks).split() == markdown.split()
+        assert " ".join(c.plain for c in chunks).split() == markdown.split()
 
     def test_long_code_block_becomes_several_well_formed_ones(self) -> None:
         code = "\n".join(f"value_{i} = compute({i}) < limit & ok" for i in range(80))
