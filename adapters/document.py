@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import regex
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
@@ -35,6 +36,8 @@ _BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _TASK = re.compile(r"^\[(?P<mark>[ xX])\](?=\s)")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NEWLINE = re.compile(r"\r\n?")
+_GRAPHEME = regex.compile(r"\X")
+_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
 """markdown-it counts lines after turning CR LF and CR into LF; so must we."""
 
 
@@ -186,14 +189,21 @@ def inline_text(inlines: Iterable[Inline]) -> str:
 
 
 def display_width(text: str) -> int:
-    """Columns ``text`` takes in a monospaced font (East Asian wide characters take two)."""
-    return sum(_char_width(ch) for ch in text)
+    """Columns ``text`` takes in a monospaced font.
+
+    Counted per grapheme cluster: East Asian wide characters and emoji (a ZWJ family, a
+    flag, an emoji with a skin tone or the emoji variation selector) take two, accents none.
+    """
+    return sum(_cluster_width(cluster) for cluster in _GRAPHEME.findall(text))
 
 
-def _char_width(ch: str) -> int:
-    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+def _cluster_width(cluster: str) -> int:
+    visible = [ch for ch in cluster if unicodedata.category(ch) not in ("Mn", "Me", "Cf")]
+    if not visible:
         return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    wide = any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in visible)
+    emoji = "\ufe0f" in cluster or (len(visible) > 1 and _REGIONAL.match(visible[0]) is not None)
+    return 2 if wide or emoji else 1
 
 
 # Tree to document --------------------------------------------------------------------------

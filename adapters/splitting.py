@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+import regex
+
 from adapters.document import (
     Block,
     CodeBlock,
@@ -48,6 +50,7 @@ _RULE_TEXT = "-"
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?P<space>\s+)|[。！？]")  # noqa: RUF001
 _LINE_BREAK = re.compile(r"[^\S\n]*\n\s*")
 _SPACE = re.compile(r"\s+")
+_GRAPHEME = regex.compile(r"\X")
 _Part = TypeVar("_Part", Block, ListItem)
 _NATURAL_TIERS = 5
 """Tiers 0-4 (seams, sentences, lines, spaces outside formatting, spaces) read naturally."""
@@ -119,6 +122,8 @@ def split_text(
     while rest and length(rest) > limit:
         allowed = [c for c in _boundaries(rest) if can_cut is None or can_cut(rest, c)]
         best = _longest_prefix(rest, allowed, length, limit)
+        if best is None:  # one cluster longer than the limit: cut it rather than fail
+            best = _longest_prefix(rest, list(range(1, len(rest))), length, limit)
         if best is None:
             raise ValueError(f"`limit` {limit} cannot hold a single character")
         head_end, tail_start = best, best
@@ -194,7 +199,7 @@ def _cut(
 
     boundaries = _boundaries(flat.text)
     most = _largest(boundaries, head_fits)
-    if most is None:
+    if most is None:  # one cluster longer than the limit: cut it rather than fail
         most = _largest(list(range(1, size)), head_fits)
         if most is None:
             return None
@@ -269,8 +274,12 @@ def _prose_ranges(size: int, verbatim: list[tuple[int, int]]) -> list[tuple[int,
 
 
 def _boundaries(text: str) -> list[int]:
-    """Positions strictly inside ``text`` where a cut keeps every character whole."""
-    return list(range(1, len(text)))
+    """Positions strictly inside ``text`` between grapheme clusters (user-perceived characters).
+
+    A cut anywhere else splits what a reader sees as one character: an emoji ZWJ sequence
+    (a family), a flag, a skin tone, a letter and its accents.
+    """
+    return [match.end() for match in _GRAPHEME.finditer(text)][:-1]
 
 
 def _largest(positions: list[int], ok: Callable[[int], bool]) -> int | None:

@@ -126,6 +126,14 @@ class TestTables:
         assert table.code.split("\n") == ["名前 | n", "-----+--", "ab   | 1"]
         assert display_width("名前") == 4
 
+    def test_emoji_sequences_take_two_columns(self) -> None:
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+        (table,) = parse(f"| who | n |\n|---|---|\n| {family} | 1 |\n| ab | 2 |")
+        assert isinstance(table, CodeBlock)
+        assert table.code.split("\n")[2:] == [f"{family}  | 1", "ab  | 2"]
+        assert display_width(family) == display_width("\U0001f1fa\U0001f1e6") == 2
+        assert display_width("e\u0301") == 1
+
 
 class TestHostileText:
     @pytest.mark.parametrize("tag", ["<br>", "<br/>", "<BR />"])

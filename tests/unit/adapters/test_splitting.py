@@ -116,6 +116,36 @@ class TestLists:
         assert all(not part[0].items[0].continued for part in parts)  # type: ignore[union-attr]
 
 
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+FLAG = "\U0001f1fa\U0001f1e6"
+THUMB = "\U0001f44d\U0001f3fd"
+ACCENTED = "e\u0301\u0323"
+
+
+class TestGraphemes:
+    @pytest.mark.parametrize("cluster", [FAMILY, FLAG, THUMB, ACCENTED])
+    @pytest.mark.parametrize("limit", [16, 17, 23, 50])
+    def test_a_long_run_is_cut_between_clusters(self, cluster: str, limit: int) -> None:
+        run = "x" + cluster * 40
+        chunks = split(run, limit)
+        assert "".join(chunks) == run
+        assert all(re.fullmatch(f"x?(?:{re.escape(cluster)})+", chunk) for chunk in chunks)
+
+    def test_code_is_cut_between_clusters_too(self) -> None:
+        parts = split_document(parse(f"```\n{FAMILY * 30}\n```"), _size, 50)
+        codes = [block.code for part in parts for block in part]  # type: ignore[union-attr]
+        assert all(re.fullmatch(f"(?:{FAMILY})+", code) for code in codes)
+
+    def test_a_cluster_longer_than_the_limit_is_cut_rather_than_lost(self) -> None:
+        huge = "a" + "\u0301" * 40
+        assert "".join(split(huge, 16)) == huge
+        assert "".join(split_text(huge, 16)) == huge
+
+    def test_plain_text_is_cut_between_clusters(self) -> None:
+        pieces = split_text(FLAG * 40, 17)
+        assert all(re.fullmatch(f"(?:{FLAG})+", piece) for piece in pieces)
+
+
 class TestTinyLimits:
     def test_deep_nesting_in_a_tiny_limit_still_fits(self) -> None:
         nested = "\n".join("  " * depth + "- level" for depth in range(12))

@@ -67,6 +67,18 @@ class TestRenderChunks:
         text = "🚀" * 1500
         assert render_chunks(text) == [text]
 
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            run = cluster * (2 * MESSAGE_LIMIT // len(cluster))
+            chunks = render_chunks(f"`{run}`")
+            assert len(chunks) > 1
+            for chunk in chunks:
+                assert len(chunk) <= MESSAGE_LIMIT
+                assert re.fullmatch(f"`(?:{re.escape(cluster)})+`", chunk)
+            literal = split_message(run)
+            assert all(re.fullmatch(f"(?:{re.escape(cluster)})+", piece) for piece in literal)
+
     def test_limit_too_small(self) -> None:
         with pytest.raises(ValueError, match="at least 16"):
             render_chunks("hello", 10)

@@ -86,6 +86,15 @@ class TestRenderChunks:
         lines = [ln for c in code_chunks for ln in c.split("\n") if ln.startswith("value_")]
         assert [ln.replace("&lt;", "<").replace("&amp;", "&") for ln in lines] == code.split("\n")
 
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            chunks = render_chunks(f"**{cluster * 50}**", 60)
+            assert len(chunks) > 1
+            for chunk in chunks:
+                assert len(chunk.mrkdwn) <= 60
+                assert re.fullmatch(f"\\*(?:{re.escape(cluster)})+\\*", chunk.mrkdwn)
+
     def test_limit_too_small(self) -> None:
         with pytest.raises(ValueError, match="at least 16"):
             render_chunks("hello", 10)

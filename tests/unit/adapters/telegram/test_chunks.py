@@ -109,6 +109,14 @@ class TestLongReplies:
         chunks = check("👍🏽 " * 2000)
         assert len(chunks) >= 3
 
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        # Reported: long runs without spaces were cut inside ZWJ families, flags, skin tones.
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            chunks = check(cluster * 600, 256)
+            assert len(chunks) > 1
+            assert all(re.fullmatch(f"(?:{re.escape(cluster)})+", text) for _, text in chunks)
+
     def test_non_latin_prose(self) -> None:
         sentence = (
             "Съешь же ещё этих мягких французских булок, да выпей чаю. 我们明天再讨论这个问题。"
