@@ -50,6 +50,8 @@ _RULE_TEXT = "-"
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?P<space>\s+)|[。！？]")  # noqa: RUF001
 _LINE_BREAK = re.compile(r"[^\S\n]*\n\s*")
 _SPACE = re.compile(r"\s+")
+_WHITESPACE = re.compile(r"\s")
+_NON_SPACE = re.compile(r"\S")
 _GRAPHEME = regex.compile(r"\X")
 _Part = TypeVar("_Part", Block, ListItem)
 _NATURAL_TIERS = 5
@@ -71,12 +73,15 @@ def split_document(
     while pending:
         block = pending.pop()
         separator = _separator(block) if current else 0
-        size = measure(block)
-        if _within(used, separator, size, limit):
+        flat = _flatten(block)
+        # Every visible character counts at least once in any platform's measure, so a
+        # block with more of them than the limit is cut without rendering it whole.
+        size = measure(block) if _shown(flat.text) <= limit else None
+        if size is not None and _within(used, separator, size, limit):
             current.append(block)
             used = _add(used, separator, size)
             continue
-        if current and _within((), 0, size, limit):
+        if current and size is not None and _within((), 0, size, limit):
             chunks.append(tuple(current))
             current, used = [block], size
             continue
@@ -85,14 +90,15 @@ def split_document(
         def fits(head: Block, base: tuple[int, ...] = base, sep: int = base_separator) -> bool:
             return _within(base, sep, measure(head), limit)
 
-        cut = _cut(block, fits, natural_only=bool(current))
+        cut = _cut(block, flat, fits, limit, natural_only=bool(current))
         if cut is None:
             if current:
                 chunks.append(tuple(current))
                 current, used = [], ()
                 pending.append(block)
                 continue
-            cut = _cut(_flattened(block), fits, natural_only=False)
+            flattened = _flattened(block)
+            cut = _cut(flattened, _flatten(flattened), fits, limit, natural_only=False)
             if cut is None:
                 raise ValueError(f"`limit` {limit} cannot hold a single character")
         head, tail = cut
@@ -187,23 +193,23 @@ class _Flat:
 
 
 def _cut(
-    block: Block, fits: Callable[[Block], bool], *, natural_only: bool
+    block: Block, flat: _Flat, fits: Callable[[Block], bool], limit: int, *, natural_only: bool
 ) -> tuple[Block, Block | None] | None:
     """The largest head of ``block`` that ``fits``, cut at the best place, and the rest."""
-    flat = _flatten(block)
     size = len(flat.text)
+    window = _window(flat.text, limit)
 
     def head_fits(end: int) -> bool:
         head = _slice(block, 0, end)
         return head is None or fits(head)
 
-    boundaries = _boundaries(flat.text)
+    boundaries = _boundaries(flat.text[: window + 1])
     most = _largest(boundaries, head_fits)
     if most is None:  # one cluster longer than the limit: cut it rather than fail
-        most = _largest(list(range(1, size)), head_fits)
+        most = _largest(list(range(1, min(size, window + 1))), head_fits)
         if most is None:
             return None
-    for tier, candidates in enumerate(_candidates(flat, boundaries)):
+    for tier, candidates in enumerate(_candidates(flat, boundaries, most)):
         if natural_only and tier >= _NATURAL_TIERS:
             return None
         floor = most // 2 if tier < len(_TIERS) - 1 else 0
@@ -218,18 +224,36 @@ def _cut(
     return (head, _slice(block, most, size)) if head is not None else None
 
 
+def _shown(text: str) -> int:
+    """How many characters of ``text`` are not whitespace: a floor for any measure."""
+    return len(text) - len(_WHITESPACE.findall(text))
+
+
+def _window(text: str, limit: int) -> int:
+    """A position no head can reach: past it, more than ``limit`` characters show."""
+    for count, match in enumerate(_NON_SPACE.finditer(text), start=1):
+        if count > limit:
+            return match.start()
+    return len(text)
+
+
 _TIERS = ("seams", "sentences", "lines", "spaces outside entities", "spaces", "unformatted", "any")
 
 
-def _candidates(flat: _Flat, boundaries: list[int]) -> list[list[tuple[int, int]]]:
-    """Cut points ``(head end, tail start)`` by preference, each list in ascending order."""
-    text = flat.text
+def _candidates(flat: _Flat, boundaries: list[int], most: int) -> list[list[tuple[int, int]]]:
+    """Cut points ``(head end, tail start)`` up to ``most`` by preference, each ascending."""
+    full = flat.text
+    text = full[: most + 1]
     inside = bytearray(len(text) + 1)
     for start, end in flat.protected:
-        inside[start + 1 : end] = b"\x01" * max(0, end - start - 1)
-    code = bytearray(len(text) + 1)
-    for start, end in flat.verbatim:
-        code[start:end] = b"\x01" * (end - start)
+        low, high = start + 1, min(end, len(inside))
+        if high > low:
+            inside[low:high] = b"\x01" * (high - low)
+
+    def after_space(position: int) -> int:
+        # A run of whitespace may go on past the window; the next message starts after it.
+        match = _SPACE.match(full, position)
+        return match.end() if match is not None else position
 
     sentences: list[tuple[int, int]] = []
     lines: list[tuple[int, int]] = []
@@ -239,25 +263,25 @@ def _candidates(flat: _Flat, boundaries: list[int]) -> list[list[tuple[int, int]
         for m in _SENTENCE_END.finditer(text, start, end):
             head_end = m.start("space") if m.group("space") else m.end()
             if not inside[head_end]:
-                sentences.append((head_end, m.end()))
+                sentences.append((head_end, after_space(m.end())))
         for m in _LINE_BREAK.finditer(text, start, end):
             if not inside[m.start()]:
-                lines.append(m.span())
+                lines.append((m.start(), after_space(m.end())))
         for m in _SPACE.finditer(text, start, end):
-            spaces.append(m.span())
+            spaces.append((m.start(), after_space(m.end())))
             if not inside[m.start()]:
-                spaces_outside.append(m.span())
+                spaces_outside.append(spaces[-1])
     for start, end in flat.verbatim:
-        lines.extend((i, i + 1) for i in range(start, end) if text[i] == "\n")
-    unformatted = [(c, c) for c in boundaries if not inside[c]]
+        lines.extend((i, i + 1) for i in range(start, min(end, len(text))) if text[i] == "\n")
+    reachable = [c for c in boundaries if c <= most]
     return [
         sorted(flat.seams),
         sorted(sentences),
         sorted(lines),
         sorted(spaces_outside),
         sorted(spaces),
-        unformatted,
-        [(c, c) for c in boundaries],
+        [(c, c) for c in reachable if not inside[c]],
+        [(c, c) for c in reachable],
     ]
 
 
@@ -406,9 +430,14 @@ def _slice_sequence(
     out: list[tuple[int, _Part]] = []
     position = 0
     for index, part in enumerate(parts):
+        if position >= end:
+            break
         part_start, part_end = position, position + _length(part)
         position = part_end + len(_SEPARATOR)
-        if part_end <= start or part_start >= end:
+        if part_end <= start:
+            continue
+        if start <= part_start and part_end <= end:
+            out.append((index, part))
             continue
         piece = cut(part, max(start, part_start) - part_start, min(end, part_end) - part_start)
         if piece is not None:
@@ -420,9 +449,11 @@ def _slice_inlines(nodes: Sequence[Inline], start: int, end: int) -> tuple[Inlin
     out: list[Inline] = []
     position = 0
     for node in nodes:
+        if position >= end:
+            break
         node_start, node_end = position, position + _inline_length(node)
         position = node_end
-        if node_end <= start or node_start >= end:
+        if node_end <= start:
             continue
         low, high = max(start, node_start) - node_start, min(end, node_end) - node_start
         match node:
@@ -432,8 +463,16 @@ def _slice_inlines(nodes: Sequence[Inline], start: int, end: int) -> tuple[Inlin
                 out.append(CodeSpan(text[low:high]))
             case LineBreak():
                 out.append(node)
-            case Styled(children=children) | Link(children=children):
+            case Styled(children=children):
                 part = _slice_inlines(children, low, high)
                 if part:
+                    out.append(replace(node, children=part))
+            case Link(children=children):
+                # A link cut in two is a link only where its label ends, so a target shown
+                # after the label is shown once.
+                part = _slice_inlines(children, low, high)
+                if high < node_end - node_start:
+                    out.extend(part)
+                elif part:
                     out.append(replace(node, children=part))
     return tuple(out)

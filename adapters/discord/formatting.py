@@ -42,6 +42,7 @@ HEADING_LEVELS = 3
 _MARKERS: dict[Style, str] = {"strong": "**", "em": "*", "strike": "~~"}
 _LANGUAGE = re.compile(r"^[A-Za-z0-9_+\-.#]+$")
 _FENCE_RUN = re.compile(r"``(?=`)")
+_BACKTICK_PAIR = re.compile(r"`(?=`)")
 _LINKABLE = re.compile(r"^https?://", re.IGNORECASE)
 _DISCORD_URL = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]")
 """A bare URL as Discord finds one; formatting never applies inside it."""
@@ -193,10 +194,14 @@ def _around(marker: str, inner: list[_Piece]) -> list[_Piece]:
 
 
 def _code_span(text: str) -> str:
-    """A code span whose fence is longer than any run of backticks inside it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    """A code span Discord cannot mistake for a code block.
+
+    Three backticks anywhere start a block in Discord, so backticks inside are kept apart
+    (a zero-width space between two) and the span is fenced with one or two.
+    """
+    code = _BACKTICK_PAIR.sub("`" + FENCE_BREAK, text)
+    fence = "``" if "`" in code else "`"
+    padded = f" {code} " if code.startswith("`") or code.endswith("`") else code
     return f"{fence}{padded}{fence}"
 
 

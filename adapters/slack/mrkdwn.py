@@ -104,7 +104,8 @@ class SlackRenderer(Renderer):
         for node in nodes:
             match node:
                 case Text(text):
-                    out.append(_Piece(escape(text), entity=False))
+                    # Two backticks in text would make a code span: show a look-alike.
+                    out.append(_Piece(escape(text).replace("`", _BACKTICK_LOOKALIKE), entity=False))
                 case LineBreak():
                     out.append(_Piece("\n", entity=False))
                 case CodeSpan(text):
@@ -157,7 +158,7 @@ def _join(pieces: Sequence[_Piece]) -> str:
 
 
 def _link(url: str, label: str) -> str:
-    label = label.replace("\n", " ")
+    label = label.replace("\n", " ").replace("`", _BACKTICK_LOOKALIKE)
     if not _LINKABLE.match(url):
         return f"{escape(label)} ({escape(url)})" if url and url != label else escape(label)
     # A "|" would end the URL part of <url|text>.

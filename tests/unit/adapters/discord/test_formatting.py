@@ -108,6 +108,12 @@ class TestRewrites:
     def test_code_spans_keep_their_backticks(self) -> None:
         assert to_discord_markdown("use ``a`b`` and `` `x` ``") == "use ``a`b`` and `` `x` ``"
 
+    def test_a_code_span_never_holds_three_backticks(self) -> None:
+        # Three backticks anywhere open a code block in Discord.
+        assert to_discord_markdown("see ```` a```b ````") == (
+            f"see ``a`{FENCE_BREAK}`{FENCE_BREAK}`b``"
+        )
+
     def test_markup_characters_in_text_are_escaped(self) -> None:
         assert to_discord_markdown(r"\*not italic\* a\_b ~\~x\~~ 5 \* 3") == (
             r"\*not italic\* a_b \~\~x\~\~ 5 * 3"
