@@ -1,66 +1,64 @@
-"""Cut Discord Markdown into messages Discord accepts (2,000 characters each).
+"""Cut a reply into Discord messages of at most 2,000 characters.
 
-The cuts come from :func:`adapters.splitting.split_markdown` (paragraph, sentence, word;
-never inside a code block or an inline entity; long code blocks become several fenced
-blocks). Discord measures length as its JavaScript client does, in UTF-16 code units, so
-a chunk that fits in code points but not in code units (emoji, rare CJK) is cut again.
+Discord counts the characters (code points) of ``content``, as its API does. The cuts come
+from :func:`adapters.splitting.split_document`; each message is rendered on its own, so a
+code block cut across messages is fenced, with its language, in each, and formatting never
+runs from one message into the next.
 """
 
 from __future__ import annotations
 
-from adapters.splitting import split_markdown
+from adapters.discord.formatting import DiscordRenderer, to_literal_text
+from adapters.document import Block, parse
+from adapters.splitting import split_document, split_text
 
 MESSAGE_LIMIT = 2000
 """Discord's maximum ``content`` length for a message."""
-MIN_SPLIT_LIMIT = 16
-"""The smallest limit :func:`~adapters.splitting.split_markdown` accepts."""
+MIN_LIMIT = 16
+"""The smallest limit accepted: room for some text inside any markup."""
 
 
-def utf16_length(text: str) -> int:
-    """``text``'s length in UTF-16 code units (characters outside the BMP count twice)."""
-    return len(text.encode("utf-16-le")) // 2
+def render_chunks(markdown: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """The Discord messages for ``markdown``, in order, none blank, each within ``limit``.
+
+    A reply whose Markdown shows nothing (only link definitions, say) is sent as its
+    source text, escaped, rather than dropped.
+
+    Raises:
+        ValueError: ``limit`` is under 16.
+    """
+    if limit < MIN_LIMIT:
+        raise ValueError(f"`limit` must be at least {MIN_LIMIT} characters")
+    chunks = [
+        DiscordRenderer().document(part)
+        for part in split_document(parse(markdown), _measure, limit)
+    ]
+    chunks = [chunk for chunk in chunks if chunk.strip()]
+    if chunks or not markdown.strip():
+        return chunks
+    return split_message(to_literal_text(markdown.strip()), limit)
 
 
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """Non-blank chunks of ``text``, in order, each at most ``limit`` UTF-16 code units.
+    """Already escaped text (the literal fallback) in messages of at most ``limit``.
+
+    Cuts at line breaks or spaces where it can, never between a backslash and the
+    character it escapes.
 
     Raises:
-        ValueError: ``limit`` is too small for the splitter (under 16).
+        ValueError: ``limit`` is under 16.
     """
-    chunks: list[str] = []
-    for chunk in split_markdown(text.strip(), limit):
-        chunks.extend(_fit(chunk, limit))
-    return [chunk for chunk in chunks if chunk.strip()]
+    if limit < MIN_LIMIT:
+        raise ValueError(f"`limit` must be at least {MIN_LIMIT} characters")
+    return split_text(text, limit, can_cut=_not_after_escape)
 
 
-def _fit(chunk: str, limit: int) -> list[str]:
-    units = utf16_length(chunk)
-    if units <= limit:
-        return [chunk]
-    # Fewer code points than code units: aim for a code-point limit that fits. split_markdown
-    # returned chunk with len(chunk) <= limit < units, so the new limit is below len(chunk)
-    # and each round makes progress.
-    smaller = limit * len(chunk) // units
-    if smaller < MIN_SPLIT_LIMIT:
-        return _hard_cut(chunk, limit)
-    pieces: list[str] = []
-    for piece in split_markdown(chunk, smaller):
-        pieces.extend(_fit(piece, limit))
-    return pieces
+def _not_after_escape(text: str, position: int) -> bool:
+    start = position
+    while start and text[start - 1] == "\\":
+        start -= 1
+    return (position - start) % 2 == 0
 
 
-def _hard_cut(text: str, limit: int) -> list[str]:
-    """Cut by code units alone; only for limits too small for the Markdown splitter."""
-    pieces: list[str] = []
-    current: list[str] = []
-    units = 0
-    for char in text:
-        width = utf16_length(char)
-        if current and units + width > limit:
-            pieces.append("".join(current))
-            current, units = [], 0
-        current.append(char)
-        units += width
-    if current:
-        pieces.append("".join(current))
-    return pieces
+def _measure(block: Block) -> tuple[int]:
+    return (len(DiscordRenderer().block(block)),)

@@ -23,7 +23,7 @@ import logging
 import discord
 
 from adapters.base import BotConfig, Deliverer, DeliveryError
-from adapters.discord.chunks import split_message
+from adapters.discord.chunks import render_chunks, split_message
 from adapters.discord.endpoints import use_api_base
 from adapters.discord.errors import (
     SEND_FAILURES,
@@ -32,7 +32,7 @@ from adapters.discord.errors import (
     is_invalid_form,
     is_transient,
 )
-from adapters.discord.formatting import to_discord_markdown, to_literal_text
+from adapters.discord.formatting import to_literal_text
 from adapters.discord.ids import message_snowflake
 from adapters.discord.indicator import TypingIndicators
 from adapters.messages import ChatTarget, OutboundMessage
@@ -92,7 +92,7 @@ class DiscordDeliverer(Deliverer):
             raise DeliveryError(f"not a Discord channel id: {message.chat_id!r}", retryable=False)
         self._typing.stop(channel_id)
         channel = client.get_partial_messageable(channel_id)
-        chunks = split_message(to_discord_markdown(message.text))
+        chunks = render_chunks(message.text)
         if not chunks:
             raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
         reference = _reference(channel, message)

@@ -1,65 +1,62 @@
-"""Turn the model's Markdown into the Markdown dialect Discord renders.
+"""Render a reply in the Markdown dialect Discord shows, and the escaped fallback.
 
-Discord renders most of Markdown as it is (bold, italic, strikethrough, code, fenced
-blocks, quotes, lists, ``#``-``###`` headings, masked links), so most text passes through.
-What Discord would show wrongly or literally is rewritten: ``__bold__`` (Discord
-underlines it), ``####`` headings and setext headings, tables (drawn as an aligned code
-block), horizontal rules, images, ``~~~`` fences, task-list boxes and ``<br>``. Text Discord
-would misread is escaped: ``||`` (spoiler markers), ``-#`` at a line start (subtext) and
-underscores joined to a word on both sides. Code blocks and code spans are never touched.
+The reply is parsed once (:mod:`adapters.document`) and written back in Discord's
+dialect: ``**bold**``, ``*italic*``, ``~~strike~~``, code spans and fenced blocks, ``#`` to
+``###`` headings (deeper ones bold), ``>`` quotes, ``-`` and ``1.`` lists and masked
+links. What Discord has no syntax for is drawn: tables as aligned code blocks, rules as a
+line, task boxes as ``☐``/``☑``. Text is escaped wherever Discord would read it as markup
+(``*``, ``_``, ``~~``, ``||`` spoilers, backticks, ``#``, ``>``, ``-#`` or a list marker at
+a line start), bare URLs are left alone, and runs of backticks inside code are broken so
+they cannot end the block.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from adapters.document import (
+    CodeBlock,
+    CodeSpan,
+    Heading,
+    Inline,
+    LineBreak,
+    Link,
+    Quote,
+    Style,
+    Styled,
+    Text,
+    inline_text,
+    parse,
+)
+from adapters.rendering import Renderer
 
 RULE = "\u2500" * 12
 """What a Markdown horizontal rule becomes (Discord has none)."""
+FENCE_BREAK = "\u200b"
+"""Put inside a run of three backticks in code, which would otherwise end the block."""
+HEADING_LEVELS = 3
+"""Discord shows ``#``, ``##`` and ``###``; deeper headings become bold lines."""
 
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]{0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^`]*)$")
-_HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^[ \t]{0,3}(?P<char>=|-)(?P=char){2,}[ \t]*$")
-_RULE = re.compile(r"^[ \t]{0,3}(?P<char>[-*_])(?:[ \t]*(?P=char)){2,}[ \t]*$")
-_TASK = re.compile(r"^(?P<bullet>[ \t]*[-*+][ \t]+)\[(?P<mark>[ xX])\](?=[ \t])")
-_SUBTEXT = re.compile(r"^(?P<indent>[ \t]*)-#(?=[ \t])")
-_LIST_OR_QUOTE = re.compile(r"^[ \t]*(?:[-*+>]|\d+[.)])[ \t]")
-_TABLE_SEPARATOR = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
-_CODE_SPAN = re.compile(r"(?P<ticks>`+)(?P<body>.+?)(?<!`)(?P=ticks)(?!`)")
-_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]*)\]\((?P<url>[^)\s]+)(?:[ \t]+\"[^\"]*\")?\)")
-_STRONG_UNDERSCORE = re.compile(r"(?<![\w\\])__(?=\S)(?P<body>.+?)(?<=\S)__(?!\w)")
-_LEFTOVER_DOUBLE_UNDERSCORE = re.compile(r"(?<=\w)__|__(?=\w)")
-_SPOILER = re.compile(r"\|\|")
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_URL_OR_LINK_TARGET = re.compile(r"\]\([^)\s]+\)|<https?://[^>\s]+>|https?://[^\s<>()]+")
-"""Discord's link rules win over formatting, so URLs and link targets are left alone."""
-_LINK = re.compile(r"\[(?P<text>[^\]\n]+)\]\((?P<url>[^)\s]+)\)")
-_EMPHASIS = re.compile(r"(\*\*|__|~~|\*|`)")
+_MARKERS: dict[Style, str] = {"strong": "**", "em": "*", "strike": "~~"}
+_LANGUAGE = re.compile(r"^[A-Za-z0-9_+\-.#]+$")
+_FENCE_RUN = re.compile(r"``(?=`)")
+_BACKTICK_PAIR = re.compile(r"`(?=`)")
+_LINKABLE = re.compile(r"^https?://", re.IGNORECASE)
+_DISCORD_URL = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]")
+"""A bare URL as Discord finds one; formatting never applies inside it."""
+_LINE_START = re.compile(r"[>#]|-(?=[\s#])|[+*](?=\s)")
+"""What makes a line a quote, heading, subtext or list item in Discord."""
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]")
 _MARKUP_CHARACTER = re.compile(r"[\\*_~`|>#\-\[\]()<]")
 """Characters Discord may read as markup; a backslash makes any of them literal."""
 _BARE_URL = re.compile(r"https?://[^\s<>]+")
 
-_TASK_BOXES = {" ": "\u2610", "x": "\u2611", "X": "\u2611"}
-_DISCORD_HEADING_LEVELS = 3
-
 
 def to_discord_markdown(markdown: str) -> str:
     """Discord-flavoured Markdown for ``markdown`` (same meaning, rendered as intended)."""
-    out: list[str] = []
-    lines = markdown.replace("\r\n", "\n").split("\n")
-    i = 0
-    while i < len(lines):
-        fence = _FENCE_OPEN.match(lines[i])
-        if fence is not None:
-            i = _copy_fenced_block(lines, i, fence, out)
-            continue
-        if _is_table_start(lines, i):
-            i = _render_table(lines, i, out)
-            continue
-        out.append(_convert_line(lines, i, out))
-        i += 1
-    return "\n".join(out)
+    return DiscordRenderer().document(parse(markdown))
 
 
 def to_literal_text(discord_markdown: str) -> str:
@@ -78,137 +75,203 @@ def to_literal_text(discord_markdown: str) -> str:
     return "".join(pieces)
 
 
-def display_width(text: str) -> int:
-    """Columns ``text`` takes in a monospaced font (East Asian wide characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+class _Piece(NamedTuple):
+    text: str
+    markup: bool
+    """Written as it is; text pieces are escaped once their neighbours are known."""
+    label: bool = False
+    """Text inside a masked link's label, where brackets must be escaped too."""
 
 
-def _copy_fenced_block(lines: list[str], start: int, fence: re.Match[str], out: list[str]) -> int:
-    marker = fence.group("marker")
-    info = fence.group("info").strip()
-    out.append(f"{fence.group('indent')}```{info}")
-    i = start + 1
-    while i < len(lines):
-        stripped = lines[i].strip()
-        if stripped.startswith(marker[0] * len(marker)) and not stripped.strip(marker[0]):
-            break
-        out.append(lines[i])
-        i += 1
-    out.append(f"{fence.group('indent')}```")
-    return i + 1
+class DiscordRenderer(Renderer):
+    """Discord Markdown."""
 
+    def __init__(self) -> None:
+        self._in_quote = False
 
-def _convert_line(lines: list[str], i: int, out: list[str]) -> str:
-    line = lines[i]
-    previous = out[-1] if out else ""
-    setext = _SETEXT.match(line)
-    if setext is not None and _is_setext_title(previous):
-        out.pop()
-        level = "#" if setext.group("char") == "=" else "##"
-        return f"{level} {previous.strip()}"
-    if _RULE.match(line) is not None:
+    def paragraph(self, inlines: Sequence[Inline]) -> str:
+        """Inline Markdown, escaped."""
+        return _finish(self.pieces(inlines, frozenset())).strip()
+
+    def heading(self, block: Heading) -> str:
+        """``#`` to ``###``; deeper levels as a bold line."""
+        if block.level <= HEADING_LEVELS:
+            inner = _finish(self.pieces(block.inlines, frozenset())).strip()
+            return f"{'#' * block.level} {inner}"
+        inner = _finish(self.pieces(block.inlines, frozenset({"strong"}))).strip()
+        return f"**{inner}**"
+
+    def code_block(self, block: CodeBlock) -> str:
+        """A fenced block; the language only when Discord would read it as one."""
+        language = block.language if _LANGUAGE.match(block.language) else ""
+        return f"```{language}\n{_FENCE_RUN.sub('``' + FENCE_BREAK, block.code)}\n```"
+
+    def quote(self, block: Quote) -> str:
+        """Every line behind ``> ``; a quote inside a quote joins it (Discord nests none)."""
+        if self._in_quote:
+            return self.join(block.blocks)
+        self._in_quote = True
+        try:
+            inner = self.join(block.blocks)
+        finally:
+            self._in_quote = False
+        return "\n".join(f"> {line}" for line in inner.split("\n"))
+
+    def rule(self) -> str:
+        """A line."""
         return RULE
-    heading = _HEADING.match(line)
-    if heading is not None:
-        text = _convert_inline(heading.group("text"))
-        if len(heading.group("hashes")) > _DISCORD_HEADING_LEVELS:
-            return f"**{text}**" if text else ""
-        return f"{heading.group('hashes')} {text}"
-    line = _TASK.sub(lambda m: f"{m.group('bullet')}{_TASK_BOXES[m.group('mark')]}", line)
-    line = _SUBTEXT.sub(lambda m: f"{m.group('indent')}\\-#", line)
-    return _convert_inline(line)
+
+    def list_marker(self, ordered: bool, number: int) -> str:
+        """Discord's own list syntax."""
+        return f"{number}." if ordered else "-"
+
+    def nested_indent(self, marker: str) -> str:
+        """Under the item's text, as Discord expects nested lists."""
+        return " " * (len(marker) + 1)
+
+    def pieces(
+        self, nodes: Sequence[Inline], active: frozenset[Style], *, in_link: bool = False
+    ) -> list[_Piece]:
+        """Inline content; ``active`` styles already surround it (repeats are dropped)."""
+        out: list[_Piece] = []
+        for node in nodes:
+            match node:
+                case Text(text):
+                    out.append(_Piece(text, markup=False, label=in_link))
+                case LineBreak():
+                    out.append(_Piece("\n", markup=True))
+                case CodeSpan(text):
+                    out.append(_Piece(_code_span(text), markup=True))
+                case Styled(style, children):
+                    inner = self.pieces(children, active | {style}, in_link=in_link)
+                    if style in active:
+                        out.extend(inner)
+                    else:
+                        out.extend(_around(_MARKERS[style], inner))
+                case Link(href, children):
+                    out.extend(self.link(href, children, active, in_link=in_link))
+        return out
+
+    def link(
+        self, href: str, children: Sequence[Inline], active: frozenset[Style], *, in_link: bool
+    ) -> list[_Piece]:
+        """A masked link for web URLs; anything else shows its target after its label."""
+        shown = inline_text(children)
+        if in_link or not _LINKABLE.match(href):
+            label = self.pieces(children, active, in_link=in_link)
+            if not href or href == shown:
+                return label
+            return [*label, _Piece(f" ({href})", markup=False, label=in_link)]
+        target = href.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+        if shown == href:
+            return [_Piece(f"<{target}>", markup=True)]
+        label = self.pieces(children, active, in_link=True)
+        return [_Piece("[", markup=True), *label, _Piece(f"]({target})", markup=True)]
 
 
-def _is_setext_title(previous: str) -> bool:
-    return (
-        bool(previous.strip())
-        and _LIST_OR_QUOTE.match(previous) is None
-        and not previous.lstrip().startswith(("#", "```"))
-        and previous != RULE
-    )
+def _around(marker: str, inner: list[_Piece]) -> list[_Piece]:
+    """``inner`` between markers, its edge whitespace moved outside (Discord needs that)."""
+    pieces = list(inner)
+    lead: list[_Piece] = []
+    trail: list[_Piece] = []
+    while pieces and not pieces[0].markup and not pieces[0].text.lstrip():
+        lead.append(pieces.pop(0))
+    while pieces and not pieces[-1].markup and not pieces[-1].text.rstrip():
+        trail.insert(0, pieces.pop())
+    if not pieces:
+        return [*lead, *trail]
+    first = pieces[0]
+    if not first.markup and first.text != first.text.lstrip():
+        core = first.text.lstrip()
+        lead.append(first._replace(text=first.text[: len(first.text) - len(core)]))
+        pieces[0] = first._replace(text=core)
+    last = pieces[-1]
+    if not last.markup and last.text != last.text.rstrip():
+        core = last.text.rstrip()
+        trail.insert(0, last._replace(text=last.text[len(core) :]))
+        pieces[-1] = last._replace(text=core)
+    return [*lead, _Piece(marker, markup=True), *pieces, _Piece(marker, markup=True), *trail]
 
 
-def _convert_inline(text: str) -> str:
-    return "".join(
-        segment if is_code else _convert_prose(segment) for segment, is_code in _code_split(text)
-    )
+def _code_span(text: str) -> str:
+    """A code span Discord cannot mistake for a code block.
+
+    Three backticks anywhere start a block in Discord, so backticks inside are kept apart
+    (a zero-width space between two) and the span is fenced with one or two.
+    """
+    code = _BACKTICK_PAIR.sub("`" + FENCE_BREAK, text)
+    fence = "``" if "`" in code else "`"
+    padded = f" {code} " if code.startswith("`") or code.endswith("`") else code
+    return f"{fence}{padded}{fence}"
 
 
-def _code_split(text: str) -> Iterator[tuple[str, bool]]:
-    """``text`` cut into (segment, is_code_span) pieces, in order."""
+def _finish(pieces: Sequence[_Piece]) -> str:
+    """The pieces' text, each text piece escaped with its neighbours in view."""
+    merged: list[_Piece] = []
+    for piece in pieces:
+        if not piece.text:
+            continue
+        previous = merged[-1] if merged else None
+        mergeable = previous is not None and not (piece.markup or previous.markup)
+        if previous is not None and mergeable and previous.label == piece.label:
+            merged[-1] = previous._replace(text=previous.text + piece.text)
+            continue
+        merged.append(piece)
+    out: list[str] = []
+    for index, piece in enumerate(merged):
+        if piece.markup:
+            out.append(piece.text)
+            continue
+        before = out[-1][-1:] if out else ""
+        after = merged[index + 1].text[:1] if index + 1 < len(merged) else ""
+        out.append(_escape(piece, before, after, line_start=not out or before == "\n"))
+    return "".join(out)
+
+
+def _escape(piece: _Piece, before: str, after: str, *, line_start: bool) -> str:
+    """A text piece with what Discord would read as markup escaped; bare URLs untouched."""
+    text = piece.text
+    urls = [m.span() for m in _DISCORD_URL.finditer(text)] if not piece.label else []
+    out: list[str] = []
     position = 0
-    for match in _CODE_SPAN.finditer(text):
-        if match.start() > position:
-            yield text[position : match.start()], False
-        yield match.group(0), True
-        position = match.end()
-    if position < len(text):
-        yield text[position:], False
+    for start, end in [*urls, (len(text), len(text))]:
+        for i in range(position, start):
+            out.append(_escape_char(text, i, before, after, line_start, piece.label))
+        out.append(text[start:end])
+        position = end
+    return "".join(out)
 
 
-def _convert_prose(text: str) -> str:
-    text = _BREAK.sub("\n", text)
-    text = _IMAGE.sub(_image_as_link, text)
-    pieces: list[str] = []
-    position = 0
-    for match in _URL_OR_LINK_TARGET.finditer(text):
-        pieces.append(_convert_words(text[position : match.start()]))
-        pieces.append(match.group(0))
-        position = match.end()
-    pieces.append(_convert_words(text[position:]))
-    return "".join(pieces)
+def _escape_char(text: str, i: int, before: str, after: str, line_start: bool, label: bool) -> str:
+    ch = text[i]
+    previous = text[i - 1] if i else before
+    following = text[i + 1] if i + 1 < len(text) else after
+    if _starts_line(text, i, line_start) and _LINE_START.match(text, i):
+        return "\\" + ch
+    if ch == "\\":
+        return ch if following.isalnum() or following.isspace() else "\\\\"
+    if ch == "*":
+        spaced = (not previous or previous.isspace()) and (not following or following.isspace())
+        return ch if spaced else "\\*"
+    if ch == "_":
+        intraword = bool(_ASCII_WORD.match(previous)) and bool(_ASCII_WORD.match(following))
+        return ch if intraword else "\\_"
+    if ch in "~|":
+        return "\\" + ch if ch in (previous, following) else ch
+    if ch == "`" or (ch in "[]" and label) or (ch == "[" and "](" in text[i:]):
+        return "\\" + ch
+    if ch in ".)" and following.isspace() and _numbers_line(text, i, line_start):
+        return "\\" + ch
+    return ch
 
 
-def _image_as_link(match: re.Match[str]) -> str:
-    alt, url = match.group("alt"), match.group("url")
-    return f"[{alt}]({url})" if alt.strip() else url
+def _starts_line(text: str, i: int, line_start: bool) -> bool:
+    return text[i - 1] == "\n" if i else line_start
 
 
-def _convert_words(text: str) -> str:
-    text = _STRONG_UNDERSCORE.sub(lambda m: f"**{m.group('body')}**", text)
-    text = _LEFTOVER_DOUBLE_UNDERSCORE.sub(r"\\_\\_", text)
-    return _SPOILER.sub(r"\\|\\|", text)
-
-
-def _is_table_start(lines: list[str], i: int) -> bool:
-    return (
-        "|" in lines[i]
-        and i + 1 < len(lines)
-        and _TABLE_SEPARATOR.match(lines[i + 1]) is not None
-        and len(_cells(lines[i])) == len(_cells(lines[i + 1]))
-    )
-
-
-def _cells(row: str) -> list[str]:
-    body = row.strip()
-    body = body.removeprefix("|")
-    if body.endswith("|") and not body.endswith("\\|"):
-        body = body[:-1]
-    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", body)]
-
-
-def _plain_cell(cell: str) -> str:
-    cell = _LINK.sub(lambda m: f"{m.group('text')} ({m.group('url')})", cell)
-    return _EMPHASIS.sub("", cell)
-
-
-def _render_table(lines: list[str], start: int, out: list[str]) -> int:
-    header = [_plain_cell(c) for c in _cells(lines[start])]
-    rows: list[list[str]] = []
-    i = start + 2
-    while i < len(lines) and "|" in lines[i] and lines[i].strip():
-        cells = [_plain_cell(c) for c in _cells(lines[i])]
-        rows.append((cells + [""] * len(header))[: len(header)])
-        i += 1
-    widths = [max(display_width(row[col]) for row in [header, *rows]) for col in range(len(header))]
-
-    def render(row: list[str]) -> str:
-        padded = [cell + " " * (widths[n] - display_width(cell)) for n, cell in enumerate(row)]
-        return " | ".join(padded).rstrip()
-
-    out.append("```")
-    out.append(render(header))
-    out.append("-+-".join("-" * w for w in widths))
-    out.extend(render(row) for row in rows)
-    out.append("```")
-    return i
+def _numbers_line(text: str, i: int, line_start: bool) -> bool:
+    """``text[i]`` follows a number that starts a line (``1. `` would make a list)."""
+    start = i
+    while start and text[start - 1].isdigit():
+        start -= 1
+    return start < i and _starts_line(text, start, line_start)

@@ -196,7 +196,7 @@ class SlackDeliverer(Deliverer):
                     continue
                 if _error_code(exc) in FORMAT_ERRORS and not plain:
                     log.warning("slack refused the formatted text; sending it plain")
-                    text, plain = escape(chunk.markdown), True
+                    text, plain = escape(chunk.plain), True
                     continue
                 raise
             ts = response.get("ts")

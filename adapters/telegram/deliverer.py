@@ -5,7 +5,7 @@ group the first chunk replies to the message that asked, in a forum topic every 
 to the topic. Per chunk:
 
 - ``429 Too Many Requests``: wait ``retry_after`` and send again, within a time budget.
-- ``can't parse entities``: send the chunk's Markdown as plain text; a reply is never lost
+- ``can't parse entities``: send the chunk as plain text; a reply is never lost
   to markup.
 - ``ChatMigrated`` (a group became a supergroup): send to the new chat id.
 

@@ -3,8 +3,9 @@
 What a message means for the pipeline is decided here: which session it belongs to (a
 private chat, a group, or a forum topic of its own), whether it addresses the bot (a DM, an
 ``@mention``, a reply to one of the bot's messages, ``/command@bot``), whether it is a
-command, who said it, and whether that speaker is a bot. Gating itself (which messages get
-a turn) happens downstream; unaddressed group messages are still passed on as context.
+command, who said it, whether that speaker is a bot, and the text the model reads (a text
+link shows where it points). Gating itself (which messages get a turn) happens
+downstream; unaddressed group messages are still passed on as context.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ COMMAND_ALIASES = {"start": "help"}
 """Telegram clients send ``/start`` when a user opens a bot; greet them with the help text."""
 _GROUP_TYPES = (Chat.GROUP, Chat.SUPERGROUP)
 _MENTIONS: list[str | None] = [MessageEntity.MENTION, MessageEntity.TEXT_MENTION]
+_LINKS: list[str | None] = [MessageEntity.TEXT_LINK]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,7 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
     text, entities = _text(message)
     if not text.strip():
         return None
+    shown = _with_link_targets(text, _links(message))
     sender_id, sender_name, sender_is_bot = _sender(message)
     if message.from_user is not None and message.from_user.id == bot.id:
         return None
@@ -87,7 +90,7 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
         sender_id=sender_id,
         sender_name=sender_name,
         sender_is_bot=sender_is_bot,
-        text=text,
+        text=shown,
         addressed=addressed,
         command=COMMAND_ALIASES.get(name, name) if name is not None else None,
         command_args=args,
@@ -105,6 +108,34 @@ def _text(message: Message) -> tuple[str, dict[MessageEntity, str]]:
     if isinstance(message.caption, str):
         return message.caption, message.parse_caption_entities(_MENTIONS)
     return "", {}
+
+
+def _links(message: Message) -> dict[MessageEntity, str]:
+    if isinstance(message.text, str):
+        return message.parse_entities(_LINKS)
+    return message.parse_caption_entities(_LINKS)
+
+
+def _with_link_targets(text: str, links: dict[MessageEntity, str]) -> str:
+    """``text`` with each ``text_link``'s URL after its label: ``runbook (https://…)``.
+
+    Telegram keeps a text link's target outside the text, so without this the model never
+    sees where a link points. A label that already is its URL is left alone. Offsets are
+    UTF-16 code units, so the text is cut in that encoding.
+    """
+    units = text.encode("utf-16-le", "surrogatepass")
+    out: list[str] = []
+    position = 0
+    for entity, label in sorted(links.items(), key=lambda item: item[0].offset):
+        url = entity.url
+        if not url or url.rstrip("/") == label.strip().rstrip("/"):
+            continue
+        end = 2 * (entity.offset + entity.length)
+        out.append(units[position:end].decode("utf-16-le", "surrogatepass"))
+        out.append(f" ({url})")
+        position = end
+    out.append(units[position:].decode("utf-16-le", "surrogatepass"))
+    return "".join(out)
 
 
 def _sender(message: Message) -> tuple[str | None, str | None, bool]:

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.base import BotConfig, DeliveryError
 from adapters.discord import DiscordDeliverer
-from adapters.discord.chunks import MESSAGE_LIMIT, utf16_length
+from adapters.discord.chunks import MESSAGE_LIMIT
 from adapters.messages import ChatTarget, OutboundMessage
 from tests.fixtures.platform_servers.discord import (
     DM_ID,
@@ -132,7 +132,7 @@ class TestReplies:
             len(sent) - 1
         ), "only the first message is a reply"
         for message in sent:
-            assert utf16_length(message.content) <= MESSAGE_LIMIT
+            assert len(message.content) <= MESSAGE_LIMIT
             assert len(re.findall(r"^```", message.content, re.MULTILINE)) % 2 == 0
         code_lines = [
             line for m in sent for line in m.content.split("\n") if line.startswith("step_")

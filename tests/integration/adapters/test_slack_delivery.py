@@ -244,7 +244,7 @@ class TestFailures:
         fake_slack.fail_next("chat.postMessage", SlackFailure.api_error("invalid_blocks"))
         ids = await deliverer.deliver(reply("**Deploy** <today> & tomorrow"))
         (posted,) = fake_slack.posted()
-        assert posted["text"] == "**Deploy** &lt;today&gt; &amp; tomorrow"
+        assert posted["text"] == "Deploy &lt;today&gt; &amp; tomorrow"
         assert posted["mrkdwn"] is False
         assert len(ids) == 1
 

@@ -226,7 +226,7 @@ class TestDelivery:
         refused, sent = telegram.calls("sendMessage")
         assert refused.params["parse_mode"] == "HTML"
         assert "parse_mode" not in sent.params
-        assert sent.params["text"] == "**bold** and [a link](https://e.com)"
+        assert sent.params["text"] == "bold and a link (https://e.com)"
         assert len(ids) == 1
 
     async def test_migrated_group_gets_the_reply_at_its_new_id(

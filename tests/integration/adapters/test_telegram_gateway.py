@@ -289,7 +289,7 @@ class TestPolling:
         telegram.push_update(retarget(payload("private_text"), chat))
         (sent,) = sent_to(telegram, chat)
         assert "parse_mode" not in sent
-        assert sent["text"] == "**Status**: all <green> & good"
+        assert sent["text"] == "Status: all <green> & good"
 
     def test_non_latin_text_round_trips(self, telegram: FakeTelegram, fake_llm: FakeLLM) -> None:
         group = -1_004_100_009

@@ -1,16 +1,17 @@
-"""Discord messages stay under 2,000 UTF-16 code units, code blocks stay well formed."""
+"""Discord messages stay under 2,000 characters, code blocks stay well formed."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.discord.chunks import MESSAGE_LIMIT, split_message, utf16_length
-from adapters.discord.formatting import to_discord_markdown
+from adapters.discord.chunks import MESSAGE_LIMIT, render_chunks, split_message
+from adapters.discord.formatting import to_discord_markdown, to_literal_text
 
-FENCE = re.compile(r"^```", re.MULTILINE)
+FENCE = re.compile(r"^(?:> )?```", re.MULTILINE)
 
 
 def _words(text: str) -> list[str]:
@@ -19,18 +20,21 @@ def _words(text: str) -> list[str]:
     return "".join(kept).split()
 
 
-class TestSplitMessage:
+class TestRenderChunks:
     def test_short_reply_is_one_message(self) -> None:
-        assert split_message("  hello  ") == ["hello"]
+        assert render_chunks("  **hello**  ") == ["**hello**"]
 
     def test_blank_reply_is_no_message(self) -> None:
-        assert split_message(" \n\n ") == []
+        assert render_chunks(" \n\n ") == []
+
+    def test_markdown_that_shows_nothing_is_sent_as_its_source(self) -> None:
+        assert render_chunks("[ref]: https://e.com/a_b") == [r"\[ref\]: https://e.com/a_b"]
 
     def test_long_prose_splits_at_paragraphs_under_the_limit(self) -> None:
         paragraphs = [f"Paragraph {i}. " + "word " * 150 for i in range(6)]
-        chunks = split_message("\n\n".join(p.strip() for p in paragraphs))
+        chunks = render_chunks("\n\n".join(p.strip() for p in paragraphs))
         assert len(chunks) > 1
-        assert all(utf16_length(c) <= MESSAGE_LIMIT for c in chunks)
+        assert all(len(c) <= MESSAGE_LIMIT for c in chunks)
         assert all(c.startswith("Paragraph") for c in chunks)
 
     def test_long_code_block_becomes_several_well_formed_blocks(self) -> None:
@@ -38,27 +42,61 @@ class TestSplitMessage:
             f"    result_{i} = compute({i}, flag=True)  # step {i}" for i in range(150)
         )
         text = f"Here is the script:\n\n```python\n{code}\n```\n\nRun it twice."
-        chunks = split_message(text)
+        chunks = render_chunks(text)
         assert len(chunks) >= 3
         for chunk in chunks:
-            assert utf16_length(chunk) <= MESSAGE_LIMIT
+            assert len(chunk) <= MESSAGE_LIMIT
             assert len(FENCE.findall(chunk)) % 2 == 0
         code_chunks = [c for c in chunks if "result_" in c]
-        assert all(c.lstrip().startswith("```python") or "```python" in c for c in code_chunks)
-        assert _words("\n".join(chunks)) == _words(text)
+        assert all(c.count("```python\n") == 1 for c in code_chunks)
+        lines = [ln for c in code_chunks for ln in c.split("\n") if "result_" in ln]
+        assert lines == code.split("\n"), "indentation and order survive the cuts"
 
-    def test_emoji_count_twice(self) -> None:
+    def test_a_four_backtick_block_spanning_messages_is_code_in_each(self) -> None:
+        inner = "\n".join(f"```python\nprint({i})\n```" for i in range(300))
+        chunks = render_chunks(f"Example:\n\n````markdown\n{inner}\n````\n\nThat is all.")
+        code = [c for c in chunks if "print(" in c]
+        assert len(code) >= 2
+        for chunk in code:
+            assert chunk.count("```markdown\n") == 1
+            assert len(re.findall("```", chunk)) == 2, "inner fences cannot close the block"
+        assert sum(c.count("print(") for c in chunks) == 300
+        assert chunks[-1].endswith("That is all.")
+
+    def test_emoji_count_as_one_character_each(self) -> None:
         text = "🚀" * 1500
-        assert len(text) <= MESSAGE_LIMIT < utf16_length(text)
-        chunks = split_message(text)
-        assert len(chunks) == 2
-        assert all(utf16_length(c) <= MESSAGE_LIMIT for c in chunks)
-        assert "".join(chunks) == text
+        assert render_chunks(text) == [text]
 
-    def test_tiny_limits_still_fit(self) -> None:
-        chunks = split_message("🚀" * 40, limit=16)
-        assert all(utf16_length(c) <= 16 for c in chunks)
-        assert "".join(chunks) == "🚀" * 40
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            run = cluster * (2 * MESSAGE_LIMIT // len(cluster))
+            chunks = render_chunks(f"`{run}`")
+            assert len(chunks) > 1
+            for chunk in chunks:
+                assert len(chunk) <= MESSAGE_LIMIT
+                assert re.fullmatch(f"`(?:{re.escape(cluster)})+`", chunk)
+            literal = split_message(run)
+            assert all(re.fullmatch(f"(?:{re.escape(cluster)})+", piece) for piece in literal)
+
+    def test_limit_too_small(self) -> None:
+        with pytest.raises(ValueError, match="at least 16"):
+            render_chunks("hello", 10)
+
+
+class TestLiteralFallback:
+    def test_long_literal_text_is_cut_at_spaces(self) -> None:
+        literal = to_literal_text("**word** " * 400)
+        pieces = split_message(literal)
+        assert len(pieces) > 1
+        assert all(len(p) <= MESSAGE_LIMIT for p in pieces)
+        assert " ".join(pieces).split() == literal.split()
+
+    def test_never_between_a_backslash_and_what_it_escapes(self) -> None:
+        pieces = split_message(to_literal_text("*" * 40), limit=16)
+        assert all(len(p) <= 16 for p in pieces)
+        assert all(not p.endswith("\\") or p.endswith("\\\\") for p in pieces)
+        assert "".join(pieces) == to_literal_text("*" * 40)
 
 
 _PIECES = st.sampled_from(
@@ -71,6 +109,7 @@ _PIECES = st.sampled_from(
         "🚀🔥✅",
         "| a | b |\n|---|---|\n| 1 | 2 |",
         "```sql\n" + "SELECT * FROM events WHERE id = 1;\n" * 30 + "```",
+        "````md\n" + "```py\nx = 1\n```\n" * 20 + "````",
         "word " * 120,
     ]
 )
@@ -78,13 +117,13 @@ _PIECES = st.sampled_from(
 
 @given(st.lists(_PIECES, min_size=1, max_size=30))
 def test_every_chunk_fits_and_nothing_is_lost(pieces: list[str]) -> None:
-    source = to_discord_markdown("\n\n".join(pieces))
-    chunks = split_message(source)
+    markdown = "\n\n".join(pieces)
+    chunks = render_chunks(markdown)
     for chunk in chunks:
-        assert utf16_length(chunk) <= MESSAGE_LIMIT
+        assert len(chunk) <= MESSAGE_LIMIT
         assert chunk.strip()
         assert len(FENCE.findall(chunk)) % 2 == 0, "code blocks are closed in every message"
-        assert chunk.count("**") % 2 == 0, "bold is never cut"
         outside_code = re.sub(r"```.*?```", "", chunk, flags=re.DOTALL)
+        assert outside_code.count("**") % 2 == 0, "bold is never cut"
         assert outside_code.count("`") % 2 == 0, "code spans are never cut"
-    assert _words("\n".join(chunks)) == _words(source)
+    assert _words("\n".join(chunks)) == _words(to_discord_markdown(markdown))

@@ -9,11 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.discord.formatting import (
+    FENCE_BREAK,
     RULE,
-    display_width,
     to_discord_markdown,
     to_literal_text,
 )
+from adapters.document import display_width
 
 
 class TestPassThrough:
@@ -47,7 +48,9 @@ class TestRewrites:
 
     def test_urls_are_never_touched(self) -> None:
         text = "https://example.com/a__b__c and [x](https://example.com/__y__||z)"
-        assert to_discord_markdown(text) == text
+        assert to_discord_markdown(text) == (
+            "https://example.com/a__b__c and [x](https://example.com/__y__%7C%7Cz)"
+        )
 
     def test_deep_headings_become_bold(self) -> None:
         assert to_discord_markdown("#### Notes ####") == "**Notes**"
@@ -65,7 +68,7 @@ class TestRewrites:
         assert to_discord_markdown("![a cat](https://x.test/cat.png)") == (
             "[a cat](https://x.test/cat.png)"
         )
-        assert to_discord_markdown("![](https://x.test/cat.png)") == "https://x.test/cat.png"
+        assert to_discord_markdown("![](https://x.test/cat.png)") == "<https://x.test/cat.png>"
 
     def test_spoiler_markers_are_escaped(self) -> None:
         assert to_discord_markdown("use a || b here") == r"use a \|\| b here"
@@ -84,6 +87,46 @@ class TestRewrites:
 
     def test_unterminated_fence_is_closed(self) -> None:
         assert to_discord_markdown("```\ncode") == "```\ncode\n```"
+
+    def test_a_fence_with_a_language_inside_a_code_block_is_code(self) -> None:
+        markdown = "```\nfirst\n```python\nsecond\n```\n\nafter __bold__"
+        assert to_discord_markdown(markdown) == (
+            f"```\nfirst\n``{FENCE_BREAK}`python\nsecond\n```\n\nafter **bold**"
+        )
+
+    def test_nested_fences_stay_inside_their_block(self) -> None:
+        markdown = "````md\nHere:\n```python\nprint(1)\n```\n````\n\n~~~\n```\n~~~\nafter"
+        assert to_discord_markdown(markdown) == (
+            f"```md\nHere:\n``{FENCE_BREAK}`python\nprint(1)\n``{FENCE_BREAK}`\n```\n\n"
+            f"```\n``{FENCE_BREAK}`\n```\nafter"
+        )
+
+    def test_indented_fences_and_odd_languages(self) -> None:
+        assert to_discord_markdown("   ```js\n   x\n   ```") == "```js\nx\n```"
+        assert to_discord_markdown('```py"><b>\nx\n```') == "```\nx\n```"
+
+    def test_code_spans_keep_their_backticks(self) -> None:
+        assert to_discord_markdown("use ``a`b`` and `` `x` ``") == "use ``a`b`` and `` `x` ``"
+
+    def test_a_code_span_never_holds_three_backticks(self) -> None:
+        # Three backticks anywhere open a code block in Discord.
+        assert to_discord_markdown("see ```` a```b ````") == (
+            f"see ``a`{FENCE_BREAK}`{FENCE_BREAK}`b``"
+        )
+
+    def test_markup_characters_in_text_are_escaped(self) -> None:
+        assert to_discord_markdown(r"\*not italic\* a\_b ~\~x\~~ 5 \* 3") == (
+            r"\*not italic\* a_b \~\~x\~\~ 5 * 3"
+        )
+        assert to_discord_markdown("1\\. not a list\n\\# not a heading") == (
+            "1\\. not a list\n\\# not a heading"
+        )
+
+    def test_links_discord_cannot_open_show_their_target(self) -> None:
+        assert to_discord_markdown("[readme](docs/README.md)") == "readme (docs/README.md)"
+        assert to_discord_markdown("[a [b] c](https://e.com/x(1))") == (
+            r"[a \[b\] c](https://e.com/x%281%29)"
+        )
 
 
 class TestTables:

@@ -59,7 +59,7 @@ class TestRenderChunks:
     def test_short_reply_is_one_message(self) -> None:
         (chunk,) = render_chunks("Hello **there**")
         assert chunk.mrkdwn == "Hello *there*"
-        assert chunk.markdown == "Hello **there**"
+        assert chunk.plain == "Hello there"
 
     def test_default_limit_stays_under_slacks_advice(self) -> None:
         assert MAX_MESSAGE_CHARS < 4_000
@@ -75,7 +75,7 @@ class TestRenderChunks:
         chunks = render_chunks(markdown, 300)
         assert all(len(c.mrkdwn) <= 300 for c in chunks)
         assert len(markdown) // 300 < len(chunks)
-        assert " ".join(c.markdown for c in chunks).split() == markdown.split()
+        assert " ".join(c.plain for c in chunks).split() == markdown.split()
 
     def test_long_code_block_becomes_several_well_formed_ones(self) -> None:
         code = "\n".join(f"value_{i} = compute({i}) < limit & ok" for i in range(80))
@@ -85,6 +85,15 @@ class TestRenderChunks:
         assert all(c.count("```") == 2 and len(c) <= 400 for c in code_chunks)
         lines = [ln for c in code_chunks for ln in c.split("\n") if ln.startswith("value_")]
         assert [ln.replace("&lt;", "<").replace("&amp;", "&") for ln in lines] == code.split("\n")
+
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            chunks = render_chunks(f"**{cluster * 50}**", 60)
+            assert len(chunks) > 1
+            for chunk in chunks:
+                assert len(chunk.mrkdwn) <= 60
+                assert re.fullmatch(f"\\*(?:{re.escape(cluster)})+\\*", chunk.mrkdwn)
 
     def test_limit_too_small(self) -> None:
         with pytest.raises(ValueError, match="at least 16"):

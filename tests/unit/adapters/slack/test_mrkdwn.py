@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.slack.mrkdwn import BULLET, RULE, WORD_JOINER, escape, to_mrkdwn
+from adapters.rendering import BULLET
+from adapters.slack.mrkdwn import FENCE_BREAK, RULE, WORD_JOINER, escape, to_mrkdwn
 from adapters.slack.text import mentioned_users, mentions, strip_leading_mention, to_plain
 
 
@@ -14,7 +15,7 @@ class TestInline:
             ("__bold__", "*bold*"),
             ("*italic*", "_italic_"),
             ("_italic_", "_italic_"),
-            ("***both***", "*_both_*"),
+            ("***both***", "_*both*_"),
             ("~~gone~~", "~gone~"),
             ("`a < b && c`", "`a &lt; b &amp;&amp; c`"),
             ("[docs](https://example.com/a?x=1&y=2)", "<https://example.com/a?x=1&amp;y=2|docs>"),
@@ -49,7 +50,7 @@ class TestBlocks:
         assert to_mrkdwn("## Deploy plan ##") == "*Deploy plan*"
 
     def test_heading_with_bold_inside_is_not_double_bolded(self) -> None:
-        assert to_mrkdwn("# The **plan**") == "The *plan*"
+        assert to_mrkdwn("# The **plan**") == "*The plan*"
 
     def test_lists(self) -> None:
         markdown = "- one\n* two\n  + nested\n1. first\n- [ ] open\n- [x] done"
@@ -78,9 +79,37 @@ class TestBlocks:
     def test_unterminated_code_block_is_closed(self) -> None:
         assert to_mrkdwn("```\ncode") == "```\ncode\n```"
 
-    def test_table_becomes_code_block(self) -> None:
-        markdown = "| a | b |\n|---|:-:|\n| 1 | 2 |\n\nafter"
-        assert to_mrkdwn(markdown) == "```\n| a | b |\n|---|:-:|\n| 1 | 2 |\n```\n\nafter"
+    def test_table_becomes_an_aligned_code_block(self) -> None:
+        markdown = "| a | bee |\n|---|:-:|\n| 1 & 2 | <3 |\n\nafter"
+        assert to_mrkdwn(markdown) == (
+            "```\na     | bee\n------+----\n1 &amp; 2 | &lt;3\n```\n\nafter"
+        )
+
+    def test_a_fence_with_a_language_inside_a_code_block_is_code(self) -> None:
+        markdown = "```\nfirst\n```python\nsecond\n```\n\nafter **bold**"
+        assert to_mrkdwn(markdown) == (
+            f"```\nfirst\n``{FENCE_BREAK}`python\nsecond\n```\n\nafter *bold*"
+        )
+
+    def test_nested_fences_stay_inside_their_block(self) -> None:
+        markdown = "````md\nHere:\n```python\nprint(1)\n```\n````\n\n~~~\n```\n~~~\nafter"
+        assert to_mrkdwn(markdown) == (
+            f"```\nHere:\n``{FENCE_BREAK}`python\nprint(1)\n``{FENCE_BREAK}`\n```\n\n"
+            f"```\n``{FENCE_BREAK}`\n```\nafter"
+        )
+
+    def test_indented_fence_and_indented_code(self) -> None:
+        assert to_mrkdwn("   ```\n   a < b\n   ```") == "```\na &lt; b\n```"
+        indented = to_mrkdwn("text\n\n    ```\n    x")
+        assert indented == f"text\n\n```\n``{FENCE_BREAK}`\nx\n```"
+
+    def test_code_spans_with_backticks_and_escapes(self) -> None:
+        assert to_mrkdwn("``a`b & <c>``") == "`aˋb &amp; &lt;c&gt;`"  # noqa: RUF001
+
+    def test_links_are_escaped_inside(self) -> None:
+        assert to_mrkdwn("[a <b> & c](https://e.com/?q=<x>&y=1)") == (
+            "<https://e.com/?q=%3Cx%3E&amp;y=1|a &lt;b&gt; &amp; c>"
+        )
 
     def test_escape(self) -> None:
         assert escape("<&>") == "&lt;&amp;&gt;"

@@ -25,9 +25,9 @@ def check(markdown: str, limit: int = MESSAGE_LIMIT) -> list[tuple[str, str]]:
     chunks = render_chunks(markdown, limit)
     out = []
     for chunk in chunks:
-        assert utf16_length(chunk.html) <= limit
-        assert utf16_length(chunk.plain) <= limit
         text, _ = parse_telegram_html(chunk.html)  # raises on unbalanced or unknown tags
+        assert utf16_length(text) <= limit, "Telegram counts the text after entity parsing"
+        assert utf16_length(chunk.plain) <= limit
         assert text.strip(), "no empty messages"
         out.append((chunk.html, text))
     whole, _ = parse_telegram_html(markdown_to_html(markdown))
@@ -37,8 +37,9 @@ def check(markdown: str, limit: int = MESSAGE_LIMIT) -> list[tuple[str, str]]:
 
 class TestShortReplies:
     def test_one_chunk(self) -> None:
-        (chunk,) = render_chunks("Hello **there**")
-        assert (chunk.html, chunk.plain) == ("Hello <b>there</b>", "Hello **there**")
+        (chunk,) = render_chunks("Hello **there**, see [docs](https://e.com)")
+        assert chunk.html == 'Hello <b>there</b>, see <a href="https://e.com">docs</a>'
+        assert chunk.plain == "Hello there, see docs (https://e.com)"
 
     def test_blank_reply_sends_nothing(self) -> None:
         assert render_chunks("  \n\n ") == []
@@ -72,13 +73,49 @@ class TestLongReplies:
             assert html.count('<pre><code class="language-python">') == 1
             assert html.count("</code></pre>") == 1
 
-    def test_escaping_growth_is_resplit(self) -> None:
-        # Every character of this Markdown grows to four or five in HTML.
-        check("<>&" * 1365 + "\n\n" + "&" * 3000)
+    def test_a_fence_with_a_language_inside_a_code_block_is_code(self) -> None:
+        # Reported: "```python" inside a block was taken as its closing fence.
+        code = "\n".join(f"first_{i}()\n```python\nsecond_{i}()" for i in range(150))
+        chunks = check(f"Intro\n\n```\n{code}\n```\n\nAfter **bold** text.", 1000)
+        visible = "".join(text for _, text in chunks)
+        assert visible.count("```python") == 150
+        assert visible.count("second_") == 150
+        blocks = [html for html, text in chunks if "first_" in text]
+        assert len(blocks) >= 2
+        assert all(html.count("<pre>") == html.count("</pre>") == 1 for html in blocks)
+        assert chunks[-1][0].endswith("After <b>bold</b> text.")
+
+    def test_a_four_backtick_block_spanning_messages_is_code_in_each(self) -> None:
+        # Reported: from the second message on, such a block rendered as prose.
+        inner = "\n".join(f"```python\nprint({i})\n```" for i in range(200))
+        chunks = check(f"Example:\n\n````markdown\n{inner}\n````\n\nThat is all.")
+        code = [html for html, text in chunks if "print(" in text]
+        assert len(code) >= 2
+        for html in code:
+            assert html.count('<pre><code class="language-markdown">') == 1
+            assert html.count("</code></pre>") == 1
+        visible = "".join(text for _, text in chunks)
+        assert visible.count("```python") == 200
+        assert visible.count("print(") == 200
+        assert chunks[-1][0].endswith("That is all.")
+
+    def test_escapes_count_as_the_characters_they_show(self) -> None:
+        # The HTML is four times longer than its text; Telegram counts the text.
+        (chunk,) = check("<>&" * 1365)
+        assert len(chunk[0]) > 4 * MESSAGE_LIMIT
+        assert len(check("<>&" * 1365 + "\n\n" + "&" * 3000)) == 2
 
     def test_emoji_count_twice(self) -> None:
         chunks = check("👍🏽 " * 2000)
         assert len(chunks) >= 3
+
+    def test_emoji_sequences_are_never_cut(self) -> None:
+        # Reported: long runs without spaces were cut inside ZWJ families, flags, skin tones.
+        family = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"
+        for cluster in (family, "\U0001f1fa\U0001f1e6", "\U0001f44d\U0001f3fd"):
+            chunks = check(cluster * 600, 256)
+            assert len(chunks) > 1
+            assert all(re.fullmatch(f"(?:{re.escape(cluster)})+", text) for _, text in chunks)
 
     def test_non_latin_prose(self) -> None:
         sentence = (

@@ -58,6 +58,15 @@ class TestInline:
         assert '"onmouseover' not in html
         parse_telegram_html(html)
 
+    def test_code_inside_a_link_is_text(self) -> None:
+        # Telegram lets no other entity contain code, a link included.
+        html = markdown_to_html("[`run()` now](https://e.com)")
+        assert html == '<a href="https://e.com">run() now</a>'
+        parse_telegram_html(html)
+
+    def test_code_spans_with_backticks_and_html(self) -> None:
+        assert markdown_to_html("``a`b <c> &amp;``") == "<code>a`b &lt;c&gt; &amp;amp;</code>"
+
     def test_image_becomes_a_link_and_nested_links_do_not_nest(self) -> None:
         assert markdown_to_html("![chart](https://e.com/c.png)") == (
             '<a href="https://e.com/c.png">chart</a>'
@@ -83,6 +92,17 @@ class TestBlocks:
     def test_odd_language_names_are_dropped(self) -> None:
         html = markdown_to_html('```py"><b>\ncode\n```')
         assert html == "<pre>code</pre>"
+
+    def test_html_inside_code_is_escaped_once(self) -> None:
+        assert markdown_to_html('```html\n<a href="x">&amp;</a>\n```') == (
+            '<pre><code class="language-html">&lt;a href="x"&gt;&amp;amp;&lt;/a&gt;</code></pre>'
+        )
+
+    def test_nested_and_tilde_fences_stay_code(self) -> None:
+        html = markdown_to_html("````md\n```python\nx\n```\n````\n\n~~~\n```\n~~~\nafter")
+        assert html == (
+            '<pre><code class="language-md">```python\nx\n```</code></pre>\n\n<pre>```</pre>\nafter'
+        )
 
     def test_markdown_inside_code_is_literal(self) -> None:
         assert markdown_to_html("```\n**not bold** <b>\n```") == (

@@ -194,6 +194,23 @@ class TestNonLatin:
         assert inbound.sender_name == "王芳"
 
 
+class TestLinks:
+    def test_text_links_show_where_they_point(self) -> None:
+        # Reported: a text_link's URL is not in the text, so the model never saw it.
+        inbound = parsed("text_link")
+        assert inbound.text == (
+            "👋🏽 see the runbook (https://wiki.example.com/ops/runbook?id=7&tab=deploy) "
+            "and https://status.example.com, then ping me"
+        )
+
+    def test_caption_links_too_and_mentions_still_count(self) -> None:
+        inbound = parsed("caption_text_link")
+        assert inbound.text == (
+            "@gw_bot is this the dashboard (https://grafana.example.com/d/abc)?"
+        )
+        assert inbound.addressed is True
+
+
 class TestIgnored:
     @pytest.mark.parametrize(
         "name", ["sticker", "new_member", "channel_post", "my_chat_member", "own_message"]
