@@ -5,7 +5,9 @@ workers that race) cannot send it twice. What the deliverer reports decides what
 a failure that proves nothing was sent is retried with back-off, from the first chunk not
 yet delivered; a send that may have reached the platform is tried again only where the
 deliverer settles it first (Discord's enforced nonce, Slack's channel history), and is
-otherwise marked ``unknown`` for the operator, logged and counted.
+otherwise marked ``unknown`` for the operator, logged and counted. Outcomes are committed
+as durably as the claim, and retried while the database is away, so a delivered reply is
+not left looking undelivered.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from typing import TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from adapters.base import Deliverer, DeliveryError
 from adapters.messages import ChatTarget, OutboundMessage
@@ -38,6 +47,10 @@ SEND_TIMEOUT_SECONDS = 100.0
 RETRY_BASE_SECONDS = 2.0
 RETRY_MAX_SECONDS = 300.0
 TYPING_TIMEOUT_SECONDS = 5.0
+RECORD_RETRY_SECONDS = 15.0
+"""How long an outcome is retried while the database is unreachable; with the longest send
+it stays inside the claim, so the sweeper never takes a reply whose outcome is on its way."""
+RECORD_WAIT_MAX_SECONDS = 2.0
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 """What a lost connection or a restarting database raises."""
 
@@ -58,6 +71,13 @@ def _outbound(claim: ClaimedReply, bot_name: str) -> OutboundMessage:
     )
 
 
+def _log_record_retry(state: RetryCallState) -> None:
+    log.warning(
+        "the database is unavailable; recording the delivery outcome again",
+        extra={"attempt": state.attempt_number},
+    )
+
+
 class DeliveryService:
     """Owns one deliverer per bot on a shared event loop."""
 
@@ -70,6 +90,13 @@ class DeliveryService:
         self._loop: BackgroundLoop | None = None
         self._deliverers: dict[int, Deliverer] = {}
         self._lock = threading.Lock()
+        self._record_retrying = Retrying(
+            retry=retry_if_exception_type(DATABASE_UNAVAILABLE),
+            wait=wait_exponential(multiplier=0.1, max=RECORD_WAIT_MAX_SECONDS),
+            stop=stop_after_delay(RECORD_RETRY_SECONDS),
+            before_sleep=_log_record_retry,
+            reraise=True,
+        )
 
     def _deliverer(self, bot_id: int) -> tuple[Deliverer, BackgroundLoop]:
         with self._lock:
@@ -112,8 +139,7 @@ class DeliveryService:
             )
             self._after_failure(claim, self._nothing_new(claim, exc, maybe_sent=True))
             return False
-        # Not waited to disk: if a crash loses it, the claim (durable) still says "sending".
-        return self._after_success(claim, ids, durable=False)
+        return self._after_success(claim, ids, durable=not deliverer.local)
 
     @staticmethod
     def _nothing_new(claim: ClaimedReply, exc: Exception, *, maybe_sent: bool) -> DeliveryError:
@@ -132,7 +158,7 @@ class DeliveryService:
         except DATABASE_UNAVAILABLE:
             metrics.ERRORS.labels("delivery_record").inc()
             log.error(
-                "reply delivered, but the database was unavailable to record it; the "
+                "reply delivered, but the database stayed unavailable to record it; the "
                 "sweeper settles it once the claim expires",
                 extra={"outbox_id": claim.id, "platform": claim.platform, "ids": ids},
             )
@@ -169,10 +195,10 @@ class DeliveryService:
             write = lambda repo: repo.mark_failed(claim, record)  # noqa: E731
         context = {"outbox_id": claim.id, "platform": claim.platform, "outcome": outcome}
         try:
-            recorded = self._record(write, durable=False)
+            recorded = self._record(write, durable=True)
         except DATABASE_UNAVAILABLE:
             metrics.ERRORS.labels("delivery_record").inc()
-            log.error("could not record a failed delivery; the sweeper settles it", extra=context)
+            log.error("could not record a failed delivery; the sweeper retries it", extra=context)
             return
         if not recorded:
             log.info("a later attempt holds the reply; this outcome is dropped", extra=context)
@@ -191,13 +217,17 @@ class DeliveryService:
             log.warning("delivery failed", extra={**context, "maybe_sent": exc.maybe_sent})
 
     def _record(self, write: Callable[[OutboxRepository], T], *, durable: bool) -> T:
-        """Commit ``write`` (on disk unless ``durable`` is off).
+        """Commit ``write`` (on disk unless ``durable`` is off), waiting out a database outage.
 
         Raises:
-            OperationalError | InterfaceError: the database is unavailable.
+            OperationalError | InterfaceError: the database stayed away too long.
         """
-        with transaction(self._factory, durable=durable) as db:
-            return write(OutboxRepository.from_session(db))
+
+        def attempt() -> T:
+            with transaction(self._factory, durable=durable) as db:
+                return write(OutboxRepository.from_session(db))
+
+        return self._record_retrying(attempt)
 
     def typing(self, chat_session: ChatSession) -> None:
         """Show a typing indicator in the session's chat; never fails the turn."""
