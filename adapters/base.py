@@ -6,17 +6,23 @@ Deliverers send replies; webhook handlers and listeners receive events and pass
 ::
 
     AdapterError
-    ├── DeliveryError(retryable, retry_after)   sending a reply failed
-    └── WebhookVerificationError(status)        an inbound request failed verification
+    ├── DeliveryError(retryable, maybe_sent, delivered…)   sending a reply failed
+    └── WebhookVerificationError(status)                  an inbound request failed verification
+
+A request whose answer was lost may have reached the platform. Only the deliverer knows
+whether a failure proves nothing was sent (connection refused, a 429, a refusal) or not
+(a timeout, a dropped connection, a 5xx the platform does not document): it says so in
+the :class:`DeliveryError`, together with the chunks known delivered, so that a later
+attempt neither loses nor repeats a chunk.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
 
@@ -50,23 +56,110 @@ class AdapterError(Exception):
 
 
 class DeliveryError(AdapterError):
-    """A reply could not be delivered."""
+    """A reply could not be delivered, or not all of it; what the deliverer knows of it."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        maybe_sent: bool = False,
+        delivered_chunks: int = 0,
+        delivered_ids: Iterable[str] = (),
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
-        """Whether trying again later may work (429, 5xx, network)."""
+        """Whether another attempt may work and is safe: for a ``maybe_sent`` failure, that
+        the deliverer can settle the outcome first (a nonce, the channel's history)."""
         self.retry_after = retry_after
         """Seconds the platform asked us to wait, when it said."""
+        self.maybe_sent = maybe_sent
+        """The chunk after the delivered ones may have reached the platform: the outcome is
+        unknown until an attempt settles it (never by sending it blindly again)."""
+        self.delivered_chunks = delivered_chunks
+        """Leading chunks the platform is known to have, earlier attempts included."""
+        self.delivered_ids = tuple(delivered_ids)
+        """The platform's ids of those chunks' messages."""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_delivery_error, (str(self), self.retryable, self.retry_after))
+        return (
+            _rebuild_delivery_error,
+            (
+                str(self),
+                self.retryable,
+                self.retry_after,
+                self.maybe_sent,
+                self.delivered_chunks,
+                self.delivered_ids,
+            ),
+        )
 
 
 def _rebuild_delivery_error(
-    message: str, retryable: bool, retry_after: float | None
+    message: str,
+    retryable: bool,
+    retry_after: float | None,
+    maybe_sent: bool,
+    delivered_chunks: int,
+    delivered_ids: tuple[str, ...],
 ) -> DeliveryError:
-    return DeliveryError(message, retryable=retryable, retry_after=retry_after)
+    return DeliveryError(
+        message,
+        retryable=retryable,
+        retry_after=retry_after,
+        maybe_sent=maybe_sent,
+        delivered_chunks=delivered_chunks,
+        delivered_ids=delivered_ids,
+    )
+
+
+class DeliveryProgress:
+    """Which chunks of one reply the platform has, across attempts, and what is unsettled.
+
+    A deliverer starts one from the message (the chunks earlier attempts delivered), adds
+    each chunk it delivers, and builds its errors from it, so every error carries the
+    progress and stays unsettled while an earlier attempt's outcome is not settled.
+    """
+
+    __slots__ = ("chunks", "ids", "unsettled")
+
+    def __init__(self, message: OutboundMessage) -> None:
+        self.chunks = message.delivered_chunks
+        self.ids = list(message.delivered_ids)
+        self.unsettled = message.unsettled_since is not None
+        """An earlier attempt may have posted chunks from ``chunks`` on."""
+
+    def delivered(self, ids: Iterable[str]) -> None:
+        """The next chunk is on the platform, as these messages."""
+        self.chunks += 1
+        self.ids.extend(ids)
+
+    def settled(self) -> None:
+        """The earlier attempt's outcome is known now (what it posted was counted)."""
+        self.unsettled = False
+
+    def failure(
+        self,
+        reason: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        maybe_sent: bool = False,
+    ) -> DeliveryError:
+        """The error for a failure now; ``maybe_sent`` when its request may have arrived."""
+        return DeliveryError(
+            reason,
+            retryable=retryable,
+            retry_after=retry_after,
+            maybe_sent=maybe_sent or self.unsettled,
+            delivered_chunks=self.chunks,
+            delivered_ids=self.ids,
+        )
+
+    def unknown(self, reason: str) -> DeliveryError:
+        """The outcome of a request that may have arrived cannot be settled: never resent."""
+        return self.failure(reason, retryable=False, maybe_sent=True)
 
 
 class WebhookVerificationError(AdapterError):
@@ -87,6 +180,10 @@ class Deliverer(ABC):
     propagates.
     """
 
+    local: ClassVar[bool] = False
+    """Delivery never leaves this process (web chat): repeating it is harmless, so the
+    delivery service need not wait for the disk to record its outcome."""
+
     def __init__(self, config: BotConfig) -> None:
         self.config = config
 
@@ -100,8 +197,13 @@ class Deliverer(ABC):
     async def deliver(self, message: OutboundMessage) -> list[str]:
         """Send the reply (split as the platform needs) and return the platform's message ids.
 
+        Chunks before ``message.delivered_chunks`` are not sent again; their ids lead the
+        result. When ``message.unsettled_since`` is set, an earlier attempt may have posted
+        the following chunks: the deliverer settles that before sending them, or raises.
+
         Raises:
-            DeliveryError: the platform refused or could not be reached.
+            DeliveryError: the platform refused, could not be reached, or may have the
+                reply without saying so; it tells what is known (see its attributes).
         """
 
     async def send_typing(self, target: ChatTarget) -> None:  # noqa: B027 (optional hook)

@@ -61,6 +61,13 @@ class OutboundMessage(BaseModel):
     reply_to_message_id: str | None = None
     delivery_id: str
     """Stable across retries of the same reply (the outbox id)."""
+    delivered_chunks: int = 0
+    """Leading chunks an earlier attempt delivered: this attempt starts after them."""
+    delivered_ids: tuple[str, ...] = ()
+    """The platform's ids of those chunks' messages, in order."""
+    unsettled_since: datetime | None = None
+    """An attempt that began then may have posted chunks after ``delivered_chunks``: the
+    deliverer settles that before it sends them again, or refuses to send."""
 
 
 class ChatTarget(BaseModel):

@@ -1,4 +1,4 @@
-"""``hubbub sessions``: look at sessions, their compactions and archive; undo a compaction."""
+"""``hubbub sessions``: look at sessions, compactions, archive and replies; undo a compaction."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from agent_core.db.engine import (
     read_transaction,
     transaction,
 )
+from agent_core.db.models import OutboxState
+from agent_core.outbox.repository import OutboxRepository
 from agent_core.sessions.repository import SessionRepository
 
 app = typer.Typer(help="Inspect sessions, their compactions and archived turns.")
@@ -78,6 +80,30 @@ def archive(
             text = (m.content or "").replace("\n", " ")
             typer.echo(f"[{m.id}] {who}: {text[:PREVIEW_CHARS]}")
         typer.echo(f"{len(found)} archived messages.", err=True)
+
+
+@app.command()
+def deliveries(
+    ctx: typer.Context,
+    state: Annotated[
+        str, typer.Option(help="pending, sending, sent, failed or unknown.")
+    ] = OutboxState.UNKNOWN,
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+) -> None:
+    """Replies in one delivery state; ``unknown`` ones may or may not have reached the chat."""
+    if state not in set(OutboxState):
+        typer.secho(f"No delivery state {state!r}.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    with transaction(_factory(ctx)) as db:
+        found = OutboxRepository.from_session(db).list_by_state(state, limit=limit)
+        for e in found:
+            where = f"{e.platform}:{e.chat_id}{'/' + e.thread_id if e.thread_id else ''}"
+            typer.echo(
+                f"#{e.id} {where} session {e.session_id} {e.created_at:%Y-%m-%d %H:%M} "
+                f"{e.state} after {e.attempts} attempt(s), {e.delivered_chunks} chunk(s) "
+                f"delivered: {e.last_error or '-'}"
+            )
+    typer.echo(f"{len(found)} {state} replies.", err=True)
 
 
 @app.command()

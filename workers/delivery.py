@@ -1,15 +1,31 @@
-"""Deliver queued replies through their platform, at most once each.
+"""Deliver queued replies through their platform: never twice, and never lost silently.
 
 One conditional UPDATE claims a reply before it is sent, so a task that runs twice (or two
-workers that race) cannot send it twice; failures that may pass are retried with back-off.
+workers that race) cannot send it twice. What the deliverer reports decides what follows:
+a failure that proves nothing was sent is retried with back-off, from the first chunk not
+yet delivered; a send that may have reached the platform is tried again only where the
+deliverer settles it first (Discord's enforced nonce, Slack's channel history), and is
+otherwise marked ``unknown`` for the operator, logged and counted. Outcomes are committed
+as durably as the claim, and retried while the database is away, so a delivered reply is
+not left looking undelivered.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from adapters.base import Deliverer, DeliveryError
 from adapters.messages import ChatTarget, OutboundMessage
@@ -17,30 +33,48 @@ from adapters.registry import create_deliverer
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession
-from agent_core.outbox.repository import ClaimedReply, OutboxRepository
+from agent_core.outbox.repository import ClaimedReply, DeliveryRecord, OutboxRepository
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 CLAIM_SECONDS = 120.0
 SEND_TIMEOUT_SECONDS = 100.0
 RETRY_BASE_SECONDS = 2.0
 RETRY_MAX_SECONDS = 300.0
 TYPING_TIMEOUT_SECONDS = 5.0
+RECORD_RETRY_SECONDS = 15.0
+"""How long an outcome is retried while the database is unreachable; with the longest send
+it stays inside the claim, so the sweeper never takes a reply whose outcome is on its way."""
+RECORD_WAIT_MAX_SECONDS = 2.0
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+"""What a lost connection or a restarting database raises."""
 
 
-def _outbound(entry: ClaimedReply, bot_name: str) -> OutboundMessage:
+def _outbound(claim: ClaimedReply, bot_name: str) -> OutboundMessage:
     return OutboundMessage(
-        platform=entry.platform,
+        platform=claim.platform,
         bot_name=bot_name,
-        chat_id=entry.chat_id,
-        chat_type=entry.meta.get("chat_type", "private"),
-        thread_id=entry.thread_id,
-        text=entry.text,
-        reply_to_message_id=entry.reply_to_platform_id,
-        delivery_id=str(entry.id),
+        chat_id=claim.chat_id,
+        chat_type=claim.meta.get("chat_type", "private"),
+        thread_id=claim.thread_id,
+        text=claim.text,
+        reply_to_message_id=claim.reply_to_platform_id,
+        delivery_id=str(claim.id),
+        delivered_chunks=claim.delivered_chunks,
+        delivered_ids=tuple(claim.platform_message_ids),
+        unsettled_since=claim.unsettled_since,
+    )
+
+
+def _log_record_retry(state: RetryCallState) -> None:
+    log.warning(
+        "the database is unavailable; recording the delivery outcome again",
+        extra={"attempt": state.attempt_number},
     )
 
 
@@ -56,6 +90,13 @@ class DeliveryService:
         self._loop: BackgroundLoop | None = None
         self._deliverers: dict[int, Deliverer] = {}
         self._lock = threading.Lock()
+        self._record_retrying = Retrying(
+            retry=retry_if_exception_type(DATABASE_UNAVAILABLE),
+            wait=wait_exponential(multiplier=0.1, max=RECORD_WAIT_MAX_SECONDS),
+            stop=stop_after_delay(RECORD_RETRY_SECONDS),
+            before_sleep=_log_record_retry,
+            reraise=True,
+        )
 
     def _deliverer(self, bot_id: int) -> tuple[Deliverer, BackgroundLoop]:
         with self._lock:
@@ -70,60 +111,123 @@ class DeliveryService:
         return deliverer, loop
 
     def deliver(self, outbox_id: int) -> bool:
-        """Send one reply if it is due and unclaimed; ``True`` when this call sent it."""
+        """Send one reply if it is due and unclaimed; ``True`` when this call delivered it."""
         # The claim is durable: it must be on disk before anything reaches the platform.
         with transaction(self._factory) as db:
-            entry = OutboxRepository.from_session(db).claim(outbox_id, claim_seconds=CLAIM_SECONDS)
-            if entry is None:
-                return False
-            bot_id, platform, attempts = entry.bot_id, entry.platform, entry.attempts
+            claim = OutboxRepository.from_session(db).claim(outbox_id, claim_seconds=CLAIM_SECONDS)
+        if claim is None:
+            return False
         try:
-            deliverer, loop = self._deliverer(bot_id)
-            outbound = _outbound(entry, deliverer.config.bot_name)
-            ids = loop.run(deliverer.deliver(outbound), timeout=SEND_TIMEOUT_SECONDS)
+            deliverer, loop = self._deliverer(claim.bot_id)
+        except Exception as exc:
+            log.exception("no deliverer", extra={"outbox_id": claim.id, "platform": claim.platform})
+            # Nothing was sent, but an outcome left unsettled by an earlier attempt still is.
+            self._after_failure(claim, self._nothing_new(claim, exc, maybe_sent=False))
+            return False
+        try:
+            ids = loop.run(
+                deliverer.deliver(_outbound(claim, deliverer.config.bot_name)),
+                timeout=SEND_TIMEOUT_SECONDS,
+            )
         except DeliveryError as exc:
-            self._record_failure(outbox_id, platform, attempts, str(exc), exc)
+            self._after_failure(claim, exc)
             return False
         except Exception as exc:
-            log.exception("delivery crashed", extra={"outbox_id": outbox_id, "platform": platform})
-            self._record_failure(
-                outbox_id, platform, attempts, f"{type(exc).__name__}: {exc}", None
+            # A send timeout or a bug in the middle of sending: the platform may have it.
+            log.exception(
+                "delivery crashed", extra={"outbox_id": claim.id, "platform": claim.platform}
             )
+            self._after_failure(claim, self._nothing_new(claim, exc, maybe_sent=True))
             return False
-        # Not waited to disk: if a crash loses it, the claim (durable) still says "sending"
-        # and the reply is never sent again.
-        with transaction(self._factory, durable=False) as db:
-            OutboxRepository.from_session(db).mark_sent(outbox_id, ids)
-        metrics.DELIVERIES.labels(platform, "sent").inc()
+        return self._after_success(claim, ids, durable=not deliverer.local)
+
+    @staticmethod
+    def _nothing_new(claim: ClaimedReply, exc: Exception, *, maybe_sent: bool) -> DeliveryError:
+        """What is known when the deliverer could not say: the progress the claim started with."""
+        return DeliveryError(
+            f"{type(exc).__name__}: {exc}",
+            retryable=True,
+            maybe_sent=maybe_sent or claim.unsettled_since is not None,
+            delivered_chunks=claim.delivered_chunks,
+            delivered_ids=claim.platform_message_ids,
+        )
+
+    def _after_success(self, claim: ClaimedReply, ids: list[str], *, durable: bool) -> bool:
+        try:
+            self._record(lambda repo: repo.mark_sent(claim.id, ids), durable=durable)
+        except DATABASE_UNAVAILABLE:
+            metrics.ERRORS.labels("delivery_record").inc()
+            log.error(
+                "reply delivered, but the database stayed unavailable to record it; the "
+                "sweeper settles it once the claim expires",
+                extra={"outbox_id": claim.id, "platform": claim.platform, "ids": ids},
+            )
+            return True
+        metrics.DELIVERIES.labels(claim.platform, "sent").inc()
+        if claim.unsettled_since is not None:
+            metrics.UNSETTLED_SENDS.labels(claim.platform, "settled").inc()
+            log.info(
+                "an unknown outcome was settled and the reply is delivered",
+                extra={"outbox_id": claim.id, "platform": claim.platform},
+            )
         return True
 
-    def _record_failure(
-        self,
-        outbox_id: int,
-        platform: str,
-        attempts: int,
-        error: str,
-        exc: DeliveryError | None,
-    ) -> None:
-        retryable = exc.retryable if exc is not None else True
-        with transaction(self._factory, durable=False) as db:
-            repo = OutboxRepository.from_session(db)
-            entry = repo.get(outbox_id)
-            assert entry is not None
-            if retryable and attempts < self._max_attempts:
-                delay = min(RETRY_BASE_SECONDS * 2 ** (attempts - 1), RETRY_MAX_SECONDS)
-                if exc is not None and exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
-                repo.mark_retry(entry, error, delay_seconds=delay)
-                outcome = "retry"
-            else:
-                repo.mark_failed(entry, error)
-                outcome = "failed"
-        metrics.DELIVERIES.labels(platform, outcome).inc()
-        log.warning(
-            "delivery failed",
-            extra={"outbox_id": outbox_id, "platform": platform, "outcome": outcome},
+    def _after_failure(self, claim: ClaimedReply, exc: DeliveryError) -> None:
+        record = DeliveryRecord(
+            error=str(exc),
+            delivered_chunks=exc.delivered_chunks,
+            platform_message_ids=list(exc.delivered_ids),
+            # The earliest moment the unsettled chunk may have reached the platform.
+            unsettled_since=(claim.unsettled_since or claim.claimed_at) if exc.maybe_sent else None,
         )
+        write: Callable[[OutboxRepository], bool]
+        if exc.retryable and claim.attempts < self._max_attempts:
+            delay = min(RETRY_BASE_SECONDS * 2 ** (claim.attempts - 1), RETRY_MAX_SECONDS)
+            if exc.retry_after is not None:
+                delay = max(delay, exc.retry_after)
+            outcome = "retry"
+            write = lambda repo: repo.mark_retry(claim, record, delay_seconds=delay)  # noqa: E731
+        elif exc.maybe_sent:
+            outcome = "unknown"
+            write = lambda repo: repo.mark_unknown(claim, record)  # noqa: E731
+        else:
+            outcome = "failed"
+            write = lambda repo: repo.mark_failed(claim, record)  # noqa: E731
+        context = {"outbox_id": claim.id, "platform": claim.platform, "outcome": outcome}
+        try:
+            recorded = self._record(write, durable=True)
+        except DATABASE_UNAVAILABLE:
+            metrics.ERRORS.labels("delivery_record").inc()
+            log.error("could not record a failed delivery; the sweeper retries it", extra=context)
+            return
+        if not recorded:
+            log.info("a later attempt holds the reply; this outcome is dropped", extra=context)
+            return
+        metrics.DELIVERIES.labels(claim.platform, outcome).inc()
+        if exc.maybe_sent:
+            settling = "settling" if outcome == "retry" else "unknown"
+            metrics.UNSETTLED_SENDS.labels(claim.platform, settling).inc()
+        if outcome == "unknown":
+            log.warning(
+                "delivery outcome unknown: the platform may or may not have the reply; it is "
+                "not sent again",
+                extra={**context, "error": record.error},
+            )
+        else:
+            log.warning("delivery failed", extra={**context, "maybe_sent": exc.maybe_sent})
+
+    def _record(self, write: Callable[[OutboxRepository], T], *, durable: bool) -> T:
+        """Commit ``write`` (on disk unless ``durable`` is off), waiting out a database outage.
+
+        Raises:
+            OperationalError | InterfaceError: the database stayed away too long.
+        """
+
+        def attempt() -> T:
+            with transaction(self._factory, durable=durable) as db:
+                return write(OutboxRepository.from_session(db))
+
+        return self._record_retrying(attempt)
 
     def typing(self, chat_session: ChatSession) -> None:
         """Show a typing indicator in the session's chat; never fails the turn."""
@@ -141,10 +245,17 @@ class DeliveryService:
         except Exception:
             log.debug("typing indicator failed", exc_info=True)
 
-    def expire_stale_claims(self) -> int:
-        """Fail replies whose deliverer died mid-send (see the outbox repository)."""
+    def requeue_stale_claims(self) -> int:
+        """Put replies whose deliverer died mid-send back in line, to be settled first."""
         with transaction(self._factory) as db:
-            return OutboxRepository.from_session(db).expire_stale_claims(now=utcnow())
+            interrupted = OutboxRepository.from_session(db).requeue_stale_claims(now=utcnow())
+        for reply in interrupted:
+            metrics.UNSETTLED_SENDS.labels(reply.platform, "interrupted").inc()
+            log.warning(
+                "a delivery was interrupted mid-send; the next attempt settles its outcome",
+                extra={"outbox_id": reply.id, "platform": reply.platform},
+            )
+        return len(interrupted)
 
     def close(self) -> None:
         """Shut every deliverer down and stop the loop."""

@@ -39,5 +39,15 @@ COMPACTIONS = Counter(
     ["trigger", "strategy"],
 )
 DELIVERIES = Counter(
-    "hubbub_deliveries_total", "Reply deliveries, by platform and outcome.", ["platform", "outcome"]
+    "hubbub_deliveries_total",
+    "Reply delivery attempts, by platform and outcome (sent, retry, failed, unknown).",
+    ["platform", "outcome"],
+)
+UNSETTLED_SENDS = Counter(
+    "hubbub_delivery_unsettled_total",
+    "Sends that may or may not have reached the platform, by platform and what became of "
+    "them: interrupted (the deliverer died mid-send), settling (a later attempt settles it "
+    "safely), settled (settled, the reply is delivered), unknown (never resent; see the "
+    "outbox entry).",
+    ["platform", "outcome"],
 )

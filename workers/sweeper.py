@@ -67,10 +67,10 @@ def sweep(
         dispatcher.kick_delivery(outbox_id)
     for session_id in quiet:
         dispatcher.kick_compaction(session_id, "idle")
-    expired = delivery.expire_stale_claims()
-    if sessions or replies or expired:
+    interrupted = delivery.requeue_stale_claims()
+    if sessions or replies or interrupted:
         log.info(
             "sweep",
-            extra={"sessions": len(sessions), "replies": len(replies), "expired_claims": expired},
+            extra={"sessions": len(sessions), "replies": len(replies), "interrupted": interrupted},
         )
     return len(sessions), len(replies)

@@ -7,11 +7,14 @@ waits are discord.py's. A reply is converted to Discord Markdown and split under
 characters; in groups its first message references the message it answers, in threads it
 goes to the thread, and it never pings anyone but the person it answers.
 
-Not sending twice: 429s are waited out in place (up to 30 s each) rather than failing a
-half-sent reply; once part of a reply is out, any failure is final (see
-:func:`~adapters.discord.errors.delivery_error`); and every part carries a nonce derived
-from the outbox id, which Discord enforces, so a post whose answer was lost is not
-repeated by a later attempt.
+Not sending twice: every part carries a nonce derived from the outbox id and its place in
+the reply, sent with ``enforce_nonce``, so Discord answers a repeated post of it with the
+message it created before instead of creating another. A post whose answer was lost (see
+:func:`~adapters.discord.errors.delivery_error`) is therefore settled by posting it again,
+but only while Discord still remembers the nonce ("the past few minutes" in its docs:
+:data:`NONCE_WINDOW_SECONDS`); after that the outcome is unknown and nothing is resent.
+429s are waited out in place (up to 30 s each); a later attempt starts after the parts
+Discord is known to have.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from datetime import UTC, datetime
 
 import discord
 
-from adapters.base import BotConfig, Deliverer, DeliveryError
+from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress
 from adapters.discord.chunks import render_chunks, split_message
 from adapters.discord.endpoints import use_api_base
 from adapters.discord.errors import (
@@ -46,6 +50,13 @@ MAX_RATE_LIMIT_WAIT_SECONDS = 30.0
 DELIVERY_BUDGET_SECONDS = 80.0
 """Time one reply may take, 429 waits included; below the worker's 100 s send timeout, so
 the deliverer, which knows how much was sent, is the one that reports the failure."""
+POST_TIMEOUT_SECONDS = 40.0
+"""How long one post waits for Discord's answer (429 waits included); after that Discord
+may or may not have created the message."""
+NONCE_WINDOW_SECONDS = 180.0
+"""How long after an attempt began its nonces are trusted to make a repeated post a no-op.
+Discord documents only "the past few minutes"; three minutes covers a retry after a lost
+answer (seconds later) and after a dead worker's claim expired (about two minutes)."""
 REPLY_MENTIONS = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
@@ -54,6 +65,9 @@ REPLY_MENTIONS = discord.AllowedMentions(
 
 class DiscordDeliverer(Deliverer):
     """Delivers one bot's replies and typing indicators through Discord's REST API."""
+
+    post_timeout_seconds = POST_TIMEOUT_SECONDS
+    nonce_window_seconds = NONCE_WINDOW_SECONDS
 
     def __init__(self, config: BotConfig) -> None:
         super().__init__(config)
@@ -83,8 +97,9 @@ class DiscordDeliverer(Deliverer):
         """Send the reply, split under Discord's limit; returns the message ids in order.
 
         Raises:
-            DeliveryError: Discord refused or could not be reached. Retryable only while
-                nothing of the reply has been sent.
+            DeliveryError: Discord refused, could not be reached, or may have posted a part
+                without saying so (retryable: the nonce settles it), or an unsettled part is
+                older than the nonce window (unknown, final).
         """
         client = await self._logged_in()
         channel_id = message_snowflake(message.thread_id or message.chat_id)
@@ -96,15 +111,32 @@ class DiscordDeliverer(Deliverer):
         if not chunks:
             raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
         reference = _reference(channel, message)
-        ids: list[str] = []
+        progress = DeliveryProgress(message)
         try:
             async with asyncio.timeout(DELIVERY_BUDGET_SECONDS):
-                for index, chunk in enumerate(chunks):
+                for index in range(progress.chunks, len(chunks)):
+                    self._check_nonce_window(message, progress)
                     nonce = _nonce(message.delivery_id, index)
-                    await self._send(channel, chunk, reference if index == 0 else None, nonce, ids)
+                    ids = await self._send(
+                        channel, chunks[index], reference if index == 0 else None, nonce
+                    )
+                    progress.delivered(ids)
         except SEND_FAILURES as exc:
-            raise delivery_error(exc, sent=len(ids)) from exc
-        return ids
+            raise delivery_error(exc, progress) from exc
+        return progress.ids
+
+    def _check_nonce_window(self, message: OutboundMessage, progress: DeliveryProgress) -> None:
+        """Refuse to repeat a post Discord may no longer recognise by its nonce."""
+        since = message.unsettled_since
+        if since is None:
+            return
+        age = (datetime.now(UTC) - since).total_seconds()
+        if age > self.nonce_window_seconds:
+            raise progress.unknown(
+                f"an attempt {age:.0f}s ago may have posted message {progress.chunks + 1} of "
+                "the reply, longer ago than Discord is trusted to remember its nonce; not "
+                "resent, so nothing is sent twice"
+            )
 
     async def send_typing(self, target: ChatTarget) -> None:
         """Show "typing…" in the chat until the reply arrives; failures are only logged."""
@@ -124,10 +156,10 @@ class DiscordDeliverer(Deliverer):
         chunk: str,
         reference: discord.MessageReference | None,
         nonce: str,
-        ids: list[str],
-    ) -> None:
+    ) -> list[str]:
+        """Post one chunk; the ids of the message(s) it became."""
         try:
-            sent = await _post(channel, chunk, reference, nonce)
+            sent = await self._post(channel, chunk, reference, nonce)
         except discord.HTTPException as exc:
             if not is_invalid_form(exc):
                 raise
@@ -137,13 +169,28 @@ class DiscordDeliverer(Deliverer):
                 "Discord refused a formatted message; sending it as literal text",
                 extra={"channel_id": channel.id, "reason": describe(exc)},
             )
+            ids = []
             for index, piece in enumerate(split_message(to_literal_text(chunk))):
-                literal = await _post(
+                literal = await self._post(
                     channel, piece, reference if index == 0 else None, f"{nonce}L{index}"
                 )
                 ids.append(str(literal.id))
-            return
-        ids.append(str(sent.id))
+            return ids
+        return [str(sent.id)]
+
+    async def _post(
+        self,
+        channel: discord.PartialMessageable,
+        text: str,
+        reference: discord.MessageReference | None,
+        nonce: str,
+    ) -> discord.Message:
+        async with asyncio.timeout(self.post_timeout_seconds):
+            if reference is None:
+                return await channel.send(text, allowed_mentions=REPLY_MENTIONS, nonce=nonce)
+            return await channel.send(
+                text, reference=reference, allowed_mentions=REPLY_MENTIONS, nonce=nonce
+            )
 
     async def _logged_in(self) -> discord.Client:
         if self._client is not None and not self._client.is_closed():
@@ -168,19 +215,6 @@ class DiscordDeliverer(Deliverer):
                 ) from exc
             self._client = client
             return client
-
-
-async def _post(
-    channel: discord.PartialMessageable,
-    text: str,
-    reference: discord.MessageReference | None,
-    nonce: str,
-) -> discord.Message:
-    if reference is None:
-        return await channel.send(text, allowed_mentions=REPLY_MENTIONS, nonce=nonce)
-    return await channel.send(
-        text, reference=reference, allowed_mentions=REPLY_MENTIONS, nonce=nonce
-    )
 
 
 def _nonce(delivery_id: str, index: int) -> str:

@@ -1,8 +1,11 @@
 """Translate discord.py and network failures into Hubbub's adapter errors.
 
-The only module of the deliverer that names discord.py's exception classes. The rule
-that keeps replies from being sent twice lives here too: once part of a reply has been
-sent, no failure is retryable (a retry re-sends the whole reply).
+The only module of the deliverer that names discord.py's exception classes. It also
+decides what a failed post proves: Discord refused it, or the request never left
+(connection refused, DNS), so nothing was created; or the answer was lost (a timeout, a
+dropped connection, a 5xx after discord.py's own retries), so Discord may have created
+the message. The second kind is settled by posting again with the same enforced nonce,
+which Discord answers with the message it created, if it did.
 
 ::
 
@@ -17,7 +20,7 @@ import asyncio
 import aiohttp
 import discord
 
-from adapters.base import AdapterError, DeliveryError
+from adapters.base import AdapterError, DeliveryError, DeliveryProgress
 
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 520, 522, 524})
 """HTTP statuses that may pass if the same request is made later."""
@@ -48,21 +51,31 @@ def is_invalid_form(exc: BaseException) -> bool:
     )
 
 
-def delivery_error(exc: BaseException, *, sent: int) -> DeliveryError:
-    """The :class:`DeliveryError` for ``exc``, raised after ``sent`` messages went out.
+def delivery_error(exc: BaseException, progress: DeliveryProgress) -> DeliveryError:
+    """The :class:`DeliveryError` for ``exc``, raised while posting the next chunk.
 
     Args:
         exc: what discord.py or the network raised.
-        sent: how many messages of this reply Discord already accepted.
+        progress: the chunks of this reply Discord already has.
     """
     reason = describe(exc)
-    if sent:
-        return DeliveryError(
-            f"{sent} message(s) of the reply reached Discord, then: {reason}; "
-            "not retried, so nothing is sent twice",
-            retryable=False,
-        )
-    return DeliveryError(reason, retryable=is_transient(exc), retry_after=retry_after(exc))
+    if created_nothing(exc):
+        return progress.failure(reason, retryable=is_transient(exc), retry_after=retry_after(exc))
+    return progress.failure(
+        f"{reason}; Discord may have posted message {progress.chunks + 1} of the reply, so it "
+        "is sent again only with the same nonce, which Discord enforces",
+        retryable=True,
+        maybe_sent=True,
+    )
+
+
+def created_nothing(exc: BaseException) -> bool:
+    """Whether ``exc`` proves Discord created no message: it refused, or was never reached."""
+    if isinstance(exc, discord.RateLimited | discord.LoginFailure):
+        return True
+    if isinstance(exc, discord.HTTPException):
+        return exc.status < 500
+    return isinstance(exc, aiohttp.ClientConnectorError)
 
 
 def is_transient(exc: BaseException) -> bool:

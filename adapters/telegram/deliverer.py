@@ -9,9 +9,11 @@ to the topic. Per chunk:
   to markup.
 - ``ChatMigrated`` (a group became a supergroup): send to the new chat id.
 
-The delivery service retries a failed reply as a whole, so a failure is reported as
-retryable only while no chunk has gone out; after that it is final and says how many
-chunks were sent.
+Never twice: only a failure that proves the chunk was not posted (refused, rate limited,
+connection refused: :mod:`adapters.telegram.errors`) may be retried, and a retry starts
+after the chunks already delivered. A chunk whose request may have arrived (a timeout, a
+dropped connection, a 5xx) is never sent again: Telegram offers no way to find out, so
+the reply's outcome is unknown, and so is that of an attempt that was interrupted.
 """
 
 from __future__ import annotations
@@ -23,20 +25,13 @@ from dataclasses import dataclass
 
 from telegram import Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import (
-    BadRequest,
-    ChatMigrated,
-    Forbidden,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
-    TelegramError,
-)
+from telegram.error import BadRequest, ChatMigrated, RetryAfter, TelegramError
 
-from adapters.base import BotConfig, Deliverer, DeliveryError
+from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.telegram.chunks import Chunk, render_chunks
-from adapters.telegram.client import build_bot, retry_after_seconds
+from adapters.telegram.client import READ_TIMEOUT_SECONDS, build_bot, retry_after_seconds
+from adapters.telegram.errors import SendOutcome, send_outcome
 from adapters.telegram.ids import compose_message_id, parse_message_id
 
 log = logging.getLogger(__name__)
@@ -59,11 +54,19 @@ def is_parse_error(error: BadRequest) -> bool:
 class _SendFailed(Exception):
     """One chunk could not be sent; carries what the delivery error needs."""
 
-    def __init__(self, cause: TelegramError, *, retryable: bool, retry_after: float | None = None):
+    def __init__(
+        self,
+        cause: TelegramError,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        maybe_sent: bool = False,
+    ) -> None:
         super().__init__(str(cause))
         self.cause = cause
         self.retryable = retryable
         self.retry_after = retry_after
+        self.maybe_sent = maybe_sent
 
 
 @dataclass
@@ -89,6 +92,9 @@ class TelegramDeliverer(Deliverer):
     typing_refresh_seconds = TYPING_REFRESH_SECONDS
     typing_max_seconds = TYPING_MAX_SECONDS
     rate_limit_budget_seconds = RATE_LIMIT_BUDGET_SECONDS
+    send_timeout_seconds = READ_TIMEOUT_SECONDS
+    """How long one ``sendMessage`` waits for Telegram's answer; after that its outcome is
+    unknown."""
 
     def __init__(self, config: BotConfig) -> None:
         super().__init__(config)
@@ -117,29 +123,35 @@ class TelegramDeliverer(Deliverer):
         await self._bot.shutdown()
 
     async def deliver(self, message: OutboundMessage) -> list[str]:
-        """Send the reply; returns ``"{chat_id}:{message_id}"`` of every message sent.
+        """Send the reply; returns ``"{chat_id}:{message_id}"`` of every message of it.
 
         Raises:
             DeliveryError: a chunk could not be sent. Retryable (with ``retry_after`` for a
-                429) only when nothing was sent yet.
+                429) when it proves the chunk was not posted; ``maybe_sent`` and final when
+                it may have been, or when an interrupted attempt may have posted it.
         """
         self._stop_typing(message.chat_id, message.thread_id)
+        progress = DeliveryProgress(message)
+        if progress.unsettled:
+            raise progress.unknown(
+                "an earlier attempt was interrupted mid-send and Telegram cannot tell whether "
+                "it posted the reply; not resent, so nothing is sent twice"
+            )
         chunks = render_chunks(message.text)
-        chat_id = message.chat_id
+        chat_id = _current_chat(message)
         thread = int(message.thread_id) if message.thread_id else None
         reply = self._reply_parameters(message)
         budget = _WaitBudget(self.rate_limit_budget_seconds)
-        sent: list[str] = []
-        for index, chunk in enumerate(chunks):
+        for index in range(progress.chunks, len(chunks)):
             try:
                 result = await self._send(
-                    chat_id, chunk, thread, reply if index == 0 else None, budget
+                    chat_id, chunks[index], thread, reply if index == 0 else None, budget
                 )
             except _SendFailed as failure:
-                raise _delivery_error(failure, sent=len(sent), total=len(chunks)) from failure
+                raise _delivery_error(failure, progress, total=len(chunks)) from failure
             chat_id = str(result.chat_id)
-            sent.append(compose_message_id(result.chat_id, result.message_id))
-        return sent
+            progress.delivered([compose_message_id(result.chat_id, result.message_id)])
+        return progress.ids
 
     async def send_typing(self, target: ChatTarget) -> None:
         """Show "typing…" and keep it up until the reply to that chat is delivered."""
@@ -185,6 +197,7 @@ class TelegramDeliverer(Deliverer):
                     parse_mode=ParseMode.HTML if as_html else None,
                     message_thread_id=thread,
                     reply_parameters=reply,
+                    read_timeout=self.send_timeout_seconds,
                 )
             except RetryAfter as exc:
                 wait = retry_after_seconds(exc)
@@ -209,13 +222,13 @@ class TelegramDeliverer(Deliverer):
                     extra={"error": exc.message},
                 )
                 as_html = False
-            except (Forbidden, InvalidToken) as exc:
-                raise _SendFailed(exc, retryable=False) from exc
-            except NetworkError as exc:
-                # Includes timeouts and Telegram's 5xx: worth another try, later.
-                raise _SendFailed(exc, retryable=True) from exc
             except TelegramError as exc:
-                raise _SendFailed(exc, retryable=False) from exc
+                outcome = send_outcome(exc)
+                raise _SendFailed(
+                    exc,
+                    retryable=outcome is SendOutcome.NEVER_SENT,
+                    maybe_sent=outcome is SendOutcome.UNKNOWN,
+                ) from exc
 
     async def _chat_action(self, target: ChatTarget) -> bool:
         try:
@@ -252,15 +265,27 @@ class TelegramDeliverer(Deliverer):
         return tuple(self._typing)
 
 
-def _delivery_error(failure: _SendFailed, *, sent: int, total: int) -> DeliveryError:
-    if sent == 0:
-        return DeliveryError(
-            f"Telegram did not take the reply: {failure.cause}",
-            retryable=failure.retryable,
-            retry_after=failure.retry_after if failure.retryable else None,
+def _current_chat(message: OutboundMessage) -> str:
+    """Where the next chunk goes: the chat of the last delivered one (it may have migrated)."""
+    if message.delivered_ids:
+        try:
+            return parse_message_id(message.delivered_ids[-1])[0]
+        except ValueError:
+            pass
+    return message.chat_id
+
+
+def _delivery_error(
+    failure: _SendFailed, progress: DeliveryProgress, *, total: int
+) -> DeliveryError:
+    done = f"after {progress.chunks} of {total} chunks were delivered"
+    if failure.maybe_sent:
+        return progress.unknown(
+            f"Telegram may or may not have posted the next chunk ({done}): {failure.cause}; "
+            "not resent, so nothing is sent twice"
         )
-    return DeliveryError(
-        f"Telegram stopped taking the reply after {sent} of {total} chunks were sent "
-        f"(not retried, so nothing is sent twice): {failure.cause}",
-        retryable=False,
+    return progress.failure(
+        f"Telegram did not take the reply ({done}): {failure.cause}",
+        retryable=failure.retryable,
+        retry_after=failure.retry_after if failure.retryable else None,
     )

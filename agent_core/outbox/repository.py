@@ -1,10 +1,15 @@
 """All SQL for the outbox: claiming replies for delivery and recording how it went.
 
 A reply is claimed with one conditional UPDATE (``pending`` -> ``sending``), so two
-deliverers that race for it cannot both send it. A claim that outlives ``claimed_until``
-(the deliverer died) is not retried automatically: the reply may or may not have reached
-the platform, and Hubbub prefers a missing reply, which the operator sees as ``sending``
-past its claim, over a duplicate.
+deliverers that race for it cannot both send it. What an attempt learned is recorded with
+it: the chunks the platform is known to have (a later attempt starts after them), and
+whether the last request may have reached the platform anyway (``unsettled_since``: the
+next attempt must settle that before it sends). A failure is recorded only by the attempt
+that holds the claim; "sent" is the truth and is recorded whoever learns it.
+
+A claim that outlives ``claimed_until`` (the deliverer died) goes back to ``pending`` as
+unsettled: the deliverer that takes it next settles it where its platform allows
+(Discord's nonce, Slack's channel history) and otherwise marks it ``unknown``.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
@@ -21,6 +26,7 @@ from agent_core.db.models import OutboxEntry, OutboxState
 from agent_core.db.tables import OUTBOX, param
 
 MAX_ERROR_CHARS = 500
+INTERRUPTED = "the deliverer stopped mid-send; the outcome is unknown until it is settled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +42,30 @@ class ClaimedReply:
     reply_to_platform_id: str | None
     meta: dict[str, Any]
     attempts: int
+    """Including this one: the attempt that holds the claim."""
+    claimed_at: datetime
+    delivered_chunks: int
+    platform_message_ids: list[str]
+    """Of the delivered chunks."""
+    unsettled_since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRecord:
+    """What one attempt leaves behind when it did not deliver the whole reply."""
+
+    error: str
+    delivered_chunks: int
+    platform_message_ids: list[str]
+    unsettled_since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptedReply:
+    """A reply whose deliverer died mid-send, now waiting to be settled."""
+
+    id: int
+    platform: str
 
 
 _CLAIM = (
@@ -51,6 +81,7 @@ _CLAIM = (
     .values(
         state=OutboxState.SENDING,
         attempts=OUTBOX.c.attempts + 1,
+        claimed_at=param("now", OUTBOX.c.claimed_at),
         claimed_until=param("until", OUTBOX.c.claimed_until),
     )
     .returning(*(OUTBOX.c[field.name] for field in fields(ClaimedReply)))
@@ -63,6 +94,7 @@ _MARK_SENT = (
         platform_message_ids=param("ids", OUTBOX.c.platform_message_ids),
         sent_at=param("now", OUTBOX.c.sent_at),
         claimed_until=None,
+        unsettled_since=None,
         last_error=None,
     )
 )
@@ -90,6 +122,17 @@ class OutboxRepository:
             select(OutboxEntry).where(OutboxEntry.trigger_message_id == trigger_message_id)
         )
 
+    def list_by_state(self, state: str, *, limit: int = 50) -> list[OutboxEntry]:
+        """Entries in ``state``, newest first (what an operator looks at)."""
+        return list(
+            self.session.scalars(
+                select(OutboxEntry)
+                .where(OutboxEntry.state == state)
+                .order_by(OutboxEntry.id.desc())
+                .limit(limit)
+            )
+        )
+
     def claim(self, outbox_id: int, *, claim_seconds: float) -> ClaimedReply | None:
         """Move a due entry to ``sending`` and return what sending it needs.
 
@@ -102,25 +145,56 @@ class OutboxRepository:
         return ClaimedReply(*row) if row is not None else None
 
     def mark_sent(self, outbox_id: int, platform_message_ids: list[str]) -> None:
-        """The platform accepted the reply."""
+        """The platform has the whole reply.
+
+        Recorded whatever the entry's state: an attempt that outlived its claim (its record
+        waited for the database) still knows the truth better than a later one.
+        """
         self.session.execute(
-            _MARK_SENT, {"oid": outbox_id, "ids": platform_message_ids, "now": utcnow()}
+            _MARK_SENT,
+            {"oid": outbox_id, "ids": platform_message_ids, "now": utcnow()},
         )
 
-    def mark_retry(self, entry: OutboxEntry, error: str, *, delay_seconds: float) -> None:
-        """Delivery failed but may work later."""
-        entry.state = OutboxState.PENDING
-        entry.next_attempt_at = utcnow() + timedelta(seconds=delay_seconds)
-        entry.claimed_until = None
-        entry.last_error = error[:MAX_ERROR_CHARS]
-        self.session.flush()
+    def mark_retry(
+        self, claim: ClaimedReply, record: DeliveryRecord, *, delay_seconds: float
+    ) -> bool:
+        """Not all delivered, but a later attempt may finish it safely.
 
-    def mark_failed(self, entry: OutboxEntry, error: str) -> None:
-        """Delivery will not be tried again."""
-        entry.state = OutboxState.FAILED
-        entry.claimed_until = None
-        entry.last_error = error[:MAX_ERROR_CHARS]
-        self.session.flush()
+        Returns ``False`` when the attempt no longer holds the claim (nothing changed).
+        """
+        return self._release(
+            claim,
+            record,
+            state=OutboxState.PENDING,
+            next_attempt_at=utcnow() + timedelta(seconds=delay_seconds),
+        )
+
+    def mark_failed(self, claim: ClaimedReply, record: DeliveryRecord) -> bool:
+        """Will not be tried again, and the platform does not have the rest of it."""
+        return self._release(claim, record, state=OutboxState.FAILED)
+
+    def mark_unknown(self, claim: ClaimedReply, record: DeliveryRecord) -> bool:
+        """Will not be tried again, and the platform may or may not have the next chunk."""
+        return self._release(claim, record, state=OutboxState.UNKNOWN)
+
+    def _release(self, claim: ClaimedReply, record: DeliveryRecord, **values: Any) -> bool:
+        result = self.session.execute(
+            update(OUTBOX)
+            .where(
+                OUTBOX.c.id == claim.id,
+                OUTBOX.c.state == OutboxState.SENDING,
+                OUTBOX.c.attempts == claim.attempts,
+            )
+            .values(
+                claimed_until=None,
+                last_error=record.error[:MAX_ERROR_CHARS],
+                delivered_chunks=record.delivered_chunks,
+                platform_message_ids=record.platform_message_ids,
+                unsettled_since=record.unsettled_since,
+                **values,
+            )
+        )
+        return int(result.rowcount) == 1  # type: ignore[attr-defined]
 
     def due(self, *, now: datetime, created_before: datetime, limit: int = 100) -> list[int]:
         """Pending entries whose next attempt is due, oldest first."""
@@ -136,19 +210,24 @@ class OutboxRepository:
         )
         return list(rows)
 
-    def expire_stale_claims(self, *, now: datetime) -> int:
-        """Fail replies whose deliverer died mid-send: their outcome is unknown.
+    def requeue_stale_claims(self, *, now: datetime) -> list[InterruptedReply]:
+        """Put replies whose deliverer died mid-send back in line, as unsettled.
 
-        They are not re-sent, because the platform may have received them; a duplicate
-        reply is worse than a visible failure the operator can act on.
+        The dead attempt may have reached the platform at any time since its claim began,
+        so that is when they are unsettled since (an older unsettled time is kept).
         """
-        result = self.session.execute(
-            update(OutboxEntry)
-            .where(OutboxEntry.state == OutboxState.SENDING, OutboxEntry.claimed_until < now)
+        rows = self.session.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.state == OutboxState.SENDING, OUTBOX.c.claimed_until < now)
             .values(
-                state=OutboxState.FAILED,
-                last_error="delivery outcome unknown: the deliverer stopped mid-send",
+                state=OutboxState.PENDING,
+                unsettled_since=func.coalesce(
+                    OUTBOX.c.unsettled_since, OUTBOX.c.claimed_at, OUTBOX.c.created_at
+                ),
                 claimed_until=None,
+                next_attempt_at=None,
+                last_error=INTERRUPTED,
             )
-        )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+            .returning(OUTBOX.c.id, OUTBOX.c.platform)
+        ).all()
+        return [InterruptedReply(int(row.id), str(row.platform)) for row in rows]

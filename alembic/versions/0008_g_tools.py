@@ -1,7 +1,7 @@
 """tools: memory scopes, stored tool results, tenant MCP servers, message full-text search
 
 Revision ID: 0008_g_tools
-Revises: 0003
+Revises: 0007_b_delivery
 Create Date: 2026-12-01 20:00:00
 
 Full-text search over message text, for ``session_search``:
@@ -23,7 +23,7 @@ from agent_core.db.base import UTCDateTime
 
 
 revision: str = '0008_g_tools'
-down_revision: str | None = '0003'
+down_revision: str | None = '0007_b_delivery'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

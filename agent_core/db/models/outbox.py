@@ -20,7 +20,11 @@ class OutboxState(StrEnum):
     """Claimed by one deliverer; nobody else sends it while the claim lasts."""
     SENT = "sent"
     FAILED = "failed"
-    """Given up after the configured attempts; the reason is in ``last_error``."""
+    """Not delivered, and never will be: the platform refused it, or attempts ran out while
+    every failure proved nothing was sent. The reason is in ``last_error``."""
+    UNKNOWN = "unknown"
+    """A send may or may not have reached the platform, and there is no safe way to find
+    out or to try again (Telegram): never resent, left for the operator to look at."""
 
 
 class OutboxEntry(TimestampMixin, Base):
@@ -50,6 +54,16 @@ class OutboxEntry(TimestampMixin, Base):
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    """When the latest claim began: no request of that attempt reached the platform earlier."""
+    unsettled_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    """An attempt that began then may have posted the next chunk; the next attempt settles
+    that first (a nonce, the channel's history) or, where it cannot, marks it unknown."""
+    delivered_chunks: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0"
+    )
+    """How many leading chunks the platform is known to have (their ids are in
+    ``platform_message_ids``); a later attempt starts after them."""
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     platform_message_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

@@ -186,16 +186,24 @@ class TestRateLimitsAndFailures:
             await deliverer.deliver(reply("later"))
         assert (caught.value.retryable, caught.value.retry_after) == (True, 3.0)
 
-    async def test_failure_after_a_chunk_went_out_is_never_retried(
+    async def test_a_refusal_after_a_chunk_went_out_resumes_after_it(
         self, fake: FakeDiscord, deliverer: DiscordDeliverer
     ) -> None:
         text = "\n\n".join(["first part " * 150, "second part " * 150])
         fake.fail_when = lambda _body: Failure.rate_limited(45.0) if fake.sent else None
         with pytest.raises(DeliveryError) as caught:
             await deliverer.deliver(reply(text))
-        assert len(fake.sent_messages()) == 1
-        assert caught.value.retryable is False
-        assert "1 message(s)" in str(caught.value)
+        (first,) = fake.sent_messages()
+        error = caught.value
+        assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, False, 1)
+        assert error.delivered_ids == (first.message["id"],)
+        fake.fail_when = None
+        ids = await deliverer.deliver(
+            reply(text, delivered_chunks=1, delivered_ids=error.delivered_ids)
+        )
+        assert [m.message["id"] for m in fake.sent_messages()] == ids
+        assert len(ids) == 2
+        assert fake.sent_messages()[1].reference_id is None, "only the first part replies"
 
     async def test_outage_is_retryable_and_missing_rights_are_not(
         self, fake: FakeDiscord, deliverer: DiscordDeliverer
@@ -204,6 +212,7 @@ class TestRateLimitsAndFailures:
         with pytest.raises(DeliveryError) as outage:
             await deliverer.deliver(reply("x"))
         assert outage.value.retryable is True
+        assert outage.value.maybe_sent is True, "Discord does not say a 503 created nothing"
         fake.fail_next(Failure.forbidden())
         with pytest.raises(DeliveryError, match="Send Messages") as forbidden:
             await deliverer.deliver(reply("x"))

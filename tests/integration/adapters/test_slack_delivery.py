@@ -76,6 +76,10 @@ class TestWhere:
             "text": "We deploy on *Thursdays* &amp; &lt;never&gt; on Fridays.",
             "thread_ts": "1732799200.000300",
             "mrkdwn": True,
+            "metadata": {
+                "event_type": "hubbub_reply",
+                "event_payload": {"delivery_id": "42", "chunk": 0},
+            },
         }
         assert ids == fake_slack.posted_ids()
         assert fake_slack.calls_to("chat.postMessage")[0].token == BOT_TOKEN
@@ -185,7 +189,7 @@ class TestRateLimits:
         assert sleeps.waits == []
         assert fake_slack.posted() == []
 
-    async def test_429s_past_the_budget_after_a_chunk_went_out_are_final(
+    async def test_429s_past_the_budget_after_a_chunk_went_out_resume_after_it(
         self, deliverer: SlackDeliverer, fake_slack: FakeSlack, sleeps: Sleeps
     ) -> None:
         fake_slack.fail_next(
@@ -194,11 +198,19 @@ class TestRateLimits:
             *[SlackFailure.rate_limited(20)] * 2,
             SlackFailure.rate_limited(30),
         )
+        text = long_text(8)
         with pytest.raises(DeliveryError, match="after 1 of") as caught:
-            await deliverer.deliver(reply(long_text(8)))
-        assert not caught.value.retryable
+            await deliverer.deliver(reply(text))
+        error = caught.value
+        assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, False, 1)
         assert sleeps.waits == [20.0, 20.0]
-        assert len(fake_slack.posted()) == 1
+        assert error.delivered_ids == tuple(fake_slack.posted_ids())
+        ids = await deliverer.deliver(
+            reply(text, delivered_chunks=1, delivered_ids=error.delivered_ids)
+        )
+        posted = [p["text"] for p in fake_slack.posted()]
+        assert ids == fake_slack.posted_ids()
+        assert "\n\n".join(posted) == to_mrkdwn(text.strip()), "every chunk once, in order"
 
 
 class TestFailures:
@@ -211,26 +223,33 @@ class TestFailures:
         assert not caught.value.retryable
 
     @pytest.mark.parametrize(
-        "failure",
-        [SlackFailure.api_error("internal_error"), SlackFailure(503, "service_unavailable")],
+        ("failure", "maybe_sent"),
+        [
+            (SlackFailure.api_error("service_unavailable"), False),
+            (SlackFailure.api_error("internal_error"), True),
+            (SlackFailure(503, "service_unavailable"), True),
+        ],
     )
-    async def test_transient_refusal_before_anything_is_sent_is_retryable(
-        self, deliverer: SlackDeliverer, fake_slack: FakeSlack, failure: SlackFailure
+    async def test_transient_refusal_is_retryable_and_says_if_it_may_have_posted(
+        self,
+        deliverer: SlackDeliverer,
+        fake_slack: FakeSlack,
+        failure: SlackFailure,
+        maybe_sent: bool,
     ) -> None:
         fake_slack.fail_next("chat.postMessage", failure)
         with pytest.raises(DeliveryError) as caught:
             await deliverer.deliver(reply("hello"))
-        assert caught.value.retryable
+        assert (caught.value.retryable, caught.value.maybe_sent) == (True, maybe_sent)
 
-    async def test_transient_refusal_after_a_chunk_is_final(
+    async def test_transient_refusal_after_a_chunk_keeps_the_chunk(
         self, deliverer: SlackDeliverer, fake_slack: FakeSlack
     ) -> None:
         fake_slack.fail_next("chat.postMessage", None, SlackFailure.api_error("internal_error"))
-        with pytest.raises(
-            DeliveryError, match=r"after 1 of .* no chunk is posted twice"
-        ) as caught:
+        with pytest.raises(DeliveryError, match=r"after 1 of .* history") as caught:
             await deliverer.deliver(reply(long_text(8)))
-        assert not caught.value.retryable
+        error = caught.value
+        assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, True, 1)
 
     async def test_unreachable_slack_is_retryable(self, sleeps: Sleeps) -> None:
         deliverer = make_deliverer(f"http://127.0.0.1:{free_port()}/api/", sleeps)

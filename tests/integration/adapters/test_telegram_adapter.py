@@ -188,21 +188,29 @@ class TestDelivery:
         assert telegram.sent_messages() == []
         assert sleeps == []
 
-    async def test_failure_after_a_chunk_went_out_is_final(
+    async def test_a_refusal_after_a_chunk_went_out_says_what_was_delivered(
         self, telegram: FakeTelegram, deliverer: TelegramDeliverer, sleeps: list[float]
     ) -> None:
         telegram.fail_next("sendMessage", None, TelegramFailure.rate_limited(300))
         with pytest.raises(DeliveryError, match="after 1 of 2 chunks") as caught:
             await deliverer.deliver(reply(LONG))
-        assert caught.value.retryable is False
-        assert len(telegram.sent_messages()) == 1
+        (first,) = telegram.sent_messages()
+        error = caught.value
+        assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, False, 1)
+        assert error.delivered_ids == (f"111111111:{first['_message_id']}",)
+        ids = await deliverer.deliver(
+            reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
+        )
+        first_again, second = telegram.sent_messages()
+        assert first_again == first, "the delivered chunk is not sent again"
+        assert ids == [*error.delivered_ids, f"111111111:{second['_message_id']}"]
 
     @pytest.mark.parametrize(
-        ("failure", "retryable"),
+        ("failure", "retryable", "maybe_sent"),
         [
-            (TelegramFailure.server_error(), True),
-            (TelegramFailure.forbidden(), False),
-            (TelegramFailure(400, "Bad Request: chat not found"), False),
+            (TelegramFailure.server_error(), False, True),
+            (TelegramFailure.forbidden(), False, False),
+            (TelegramFailure(400, "Bad Request: chat not found"), False, False),
         ],
     )
     async def test_first_chunk_errors(
@@ -211,11 +219,12 @@ class TestDelivery:
         deliverer: TelegramDeliverer,
         failure: TelegramFailure,
         retryable: bool,
+        maybe_sent: bool,
     ) -> None:
         telegram.fail_next("sendMessage", failure)
         with pytest.raises(DeliveryError) as caught:
             await deliverer.deliver(reply("hi"))
-        assert caught.value.retryable is retryable
+        assert (caught.value.retryable, caught.value.maybe_sent) == (retryable, maybe_sent)
         assert telegram.sent_messages() == []
 
     async def test_parse_error_falls_back_to_plain_text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -14,6 +15,7 @@ import pytest
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from adapters.base import DeliveryProgress
 from adapters.discord.endpoints import (
     DEFAULT_REST_BASE,
     EndpointConfigError,
@@ -22,6 +24,7 @@ from adapters.discord.endpoints import (
     use_gateway,
 )
 from adapters.discord.errors import delivery_error, describe, is_invalid_form, retry_after
+from adapters.messages import OutboundMessage
 
 
 @pytest.fixture(autouse=True)
@@ -100,39 +103,74 @@ def http_error(status: int, body: Any, headers: dict[str, str] | None = None) ->
     return discord.HTTPException(response, body)
 
 
+def progress(chunks: int = 0, *, unsettled: bool = False) -> DeliveryProgress:
+    message = OutboundMessage(
+        platform="discord",
+        chat_id="1",
+        text="x",
+        delivery_id="9",
+        delivered_chunks=chunks,
+        delivered_ids=tuple(str(i) for i in range(chunks)),
+        unsettled_since=datetime.now(UTC) if unsettled else None,
+    )
+    return DeliveryProgress(message)
+
+
 class TestDeliveryErrors:
-    def test_rate_limit_before_anything_was_sent_is_retried_after_the_wait(self) -> None:
-        error = delivery_error(discord.RateLimited(42.5), sent=0)
-        assert error.retryable is True
-        assert error.retry_after == 42.5
+    def test_rate_limit_is_retried_after_the_wait_and_created_nothing(self) -> None:
+        error = delivery_error(discord.RateLimited(42.5), progress())
+        assert (error.retryable, error.retry_after, error.maybe_sent) == (True, 42.5, False)
 
     def test_cloudflare_style_429_uses_retry_after_header(self) -> None:
         exc = http_error(429, "banned", {"Retry-After": "7"})
-        error = delivery_error(exc, sent=0)
+        error = delivery_error(exc, progress())
         assert (error.retryable, error.retry_after) == (True, 7.0)
         assert retry_after(http_error(429, "x", {"Retry-After": "soon"})) is None
 
     @pytest.mark.parametrize("status", [500, 502, 503, 504])
-    def test_server_errors_are_retryable(self, status: int) -> None:
-        assert delivery_error(http_error(status, {"message": "down"}), sent=0).retryable
+    def test_server_errors_may_have_created_it_and_are_settled_by_the_nonce(
+        self, status: int
+    ) -> None:
+        error = delivery_error(http_error(status, {"message": "down"}), progress())
+        assert (error.retryable, error.maybe_sent) == (True, True)
 
-    def test_network_errors_are_retryable(self) -> None:
-        assert delivery_error(aiohttp.ClientConnectionError("reset"), sent=0).retryable
-        assert delivery_error(TimeoutError(), sent=0).retryable
+    def test_a_refused_connection_created_nothing(self) -> None:
+        refused = aiohttp.ClientConnectorError(
+            aiohttp.client_reqrep.ConnectionKey("h", 1, False, True, None, None, None),
+            OSError(111, "refused"),
+        )
+        error = delivery_error(refused, progress())
+        assert (error.retryable, error.maybe_sent) == (True, False)
+
+    @pytest.mark.parametrize(
+        "exc",
+        [aiohttp.ServerDisconnectedError(), aiohttp.ClientOSError(104, "reset"), TimeoutError()],
+    )
+    def test_a_lost_answer_may_have_created_it(self, exc: Exception) -> None:
+        error = delivery_error(exc, progress())
+        assert (error.retryable, error.maybe_sent) == (True, True)
 
     def test_missing_permissions_is_final_and_says_what_to_grant(self) -> None:
         error = delivery_error(
-            http_error(403, {"message": "Missing Permissions", "code": 50013}), sent=0
+            http_error(403, {"message": "Missing Permissions", "code": 50013}), progress()
         )
-        assert error.retryable is False
+        assert (error.retryable, error.maybe_sent) == (False, False)
         assert "Send Messages" in str(error)
         assert "403" in str(error)
 
-    def test_nothing_is_retried_once_part_of_the_reply_is_out(self) -> None:
-        error = delivery_error(discord.RateLimited(3), sent=2)
-        assert error.retryable is False
-        assert error.retry_after is None
-        assert "2 message(s)" in str(error)
+    def test_the_error_carries_what_was_delivered(self) -> None:
+        error = delivery_error(discord.RateLimited(3), progress(2))
+        assert (error.retryable, error.delivered_chunks, error.delivered_ids) == (
+            True,
+            2,
+            ("0", "1"),
+        )
+
+    def test_a_refusal_while_unsettled_leaves_it_unsettled(self) -> None:
+        error = delivery_error(
+            http_error(403, {"message": "no", "code": 50013}), progress(unsettled=True)
+        )
+        assert (error.retryable, error.maybe_sent) == (False, True)
 
     def test_invalid_form_body_is_recognised(self) -> None:
         assert is_invalid_form(http_error(400, {"message": "Invalid Form Body", "code": 50035}))
@@ -143,5 +181,7 @@ class TestDeliveryErrors:
         assert "HUBBUB_DISCORD_TOKEN" in describe(discord.LoginFailure("bad"))
 
     def test_errors_survive_pickling(self) -> None:
-        error = pickle.loads(pickle.dumps(delivery_error(discord.RateLimited(2.0), sent=0)))
-        assert (error.retryable, error.retry_after) == (True, 2.0)
+        original = delivery_error(TimeoutError(), progress(1))
+        error = pickle.loads(pickle.dumps(original))
+        assert (error.retryable, error.retry_after, error.maybe_sent) == (True, None, True)
+        assert (error.delivered_chunks, error.delivered_ids) == (1, ("0",))
