@@ -14,6 +14,9 @@ from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
 
 pytestmark = pytest.mark.e2e
 
+# A loaded CI machine renders slowly: wait on what the page shows, with a generous bound.
+expect.set_options(timeout=60_000)
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -40,6 +43,7 @@ def browser() -> Iterator[Browser]:
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context()
     page = context.new_page()
+    page.set_default_timeout(60_000)
     yield page
     context.close()
 
