@@ -60,6 +60,8 @@ DEFAULT_PROTECT_LAST_N = 20
 DEFAULT_COMPACTION_LEASE_SECONDS = 300.0
 DEFAULT_CONTEXT_ENGINE = "compressor"
 DEFAULT_COMPACTION_IDLE_SECONDS = 300.0
+DEFAULT_SUMMARY_CONCURRENCY = 4
+"""Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
 """Model calls one turn may make (tool rounds plus the answer)."""
@@ -106,6 +108,7 @@ class CompressionSettings:
     abort_on_summary_failure: bool = False
     lease_seconds: float = DEFAULT_COMPACTION_LEASE_SECONDS
     idle_seconds: float = DEFAULT_COMPACTION_IDLE_SECONDS
+    summary_concurrency: int = DEFAULT_SUMMARY_CONCURRENCY
     timezone: str = "UTC"
     """The zone of the summaries' dates, the same as the system prompt's."""
 
@@ -254,6 +257,7 @@ class Settings(BaseSettings):
     compression_abort_on_summary_failure: bool = False
     compression_lease_seconds: float = Field(DEFAULT_COMPACTION_LEASE_SECONDS, gt=0)
     compression_idle_seconds: float = Field(DEFAULT_COMPACTION_IDLE_SECONDS, ge=0)
+    compression_summary_concurrency: int = Field(DEFAULT_SUMMARY_CONCURRENCY, ge=1, le=32)
     """A session quiet this long is compacted down if it grew meanwhile (0: never)."""
 
     trigger_mode: TriggerMode = "mention"
@@ -413,6 +417,7 @@ class Settings(BaseSettings):
             abort_on_summary_failure=self.compression_abort_on_summary_failure,
             lease_seconds=self.compression_lease_seconds,
             idle_seconds=self.compression_idle_seconds,
+            summary_concurrency=self.compression_summary_concurrency,
             timezone=self.timezone,
         )
 

@@ -51,7 +51,7 @@ from agent_core.context.serialization import (
 )
 from agent_core.context.state import EngineState
 from agent_core.context.summarizer import (
-    SummaryModels,
+    SummaryCalls,
     request_limits,
     summarize,
 )
@@ -65,7 +65,9 @@ from agent_core.context.transcript import (
     tool_calls_by_id,
 )
 from agent_core.errors import ConfigError, ProviderAuthError, ProviderError, ProviderUnavailable
+from agent_core.llm.fallback import FallbackModel
 from agent_core.llm.model import ChatModel
+from agent_core.llm.wrapper import Meter, MeteredModel, TextRequired
 from agent_core.tokens import rough_message_tokens
 
 MIN_COMPRESSIBLE_TOKENS = MIN_SUMMARY_TOKENS
@@ -302,13 +304,16 @@ class ContextCompressor(ContextEngine):
         model_budget = min(prose, limits.max_output_tokens)
         context = replace(context, budget_tokens=max(1, model_budget))
         previous = without_ledger(plan.previous) if plan.previous else None
-        models = SummaryModels(self._summary_model, self._model)
+        requests = Meter()
+        summary_model = self._summary_chain(requests)
+        models = SummaryCalls(summary_model)
         outcome = summarize(
             turns,
             previous=previous or None,
             context=context,
             models=models,
             limits=limits,
+            concurrency=self.settings.summary_concurrency,
             turn_tokens=[
                 turn_token_bound(plan.tokens[i], body, turn)
                 for i, body, turn in zip(plan.middle, originals, turns, strict=True)
@@ -329,11 +334,25 @@ class ContextCompressor(ContextEngine):
             strategy=strategy,
             ledger=ledger,
             error=outcome.error,
-            calls=models.calls,
+            calls=requests.calls,
             max_request_tokens=models.max_request_tokens,
-            model_name=models.model_name,
-            model_fallback_used=models.fell_back,
+            model_name=summary_model.name,
+            model_fallback_used=isinstance(summary_model, FallbackModel)
+            and summary_model.fell_back,
         )
+
+    def _summary_chain(self, requests: Meter) -> ChatModel:
+        """The model summaries are asked of, for one compaction.
+
+        The summary model, switching once to the main model when it fails; a blank answer
+        counts as a failure. Without a separate summary model, the main model alone.
+        Every request sent, failed ones included, is counted on ``requests``.
+        """
+        main = TextRequired(MeteredModel(self._model, requests))
+        summary = self._summary_model
+        if summary is self._model or summary.name == self._model.name:
+            return main
+        return FallbackModel(TextRequired(MeteredModel(summary, requests)), main)
 
     def _ledger(
         self,

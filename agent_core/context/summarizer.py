@@ -2,12 +2,14 @@
 
 Every request fits a fixed share (40 %) of the smaller of the summary model's and the
 main model's windows, so a small, cheap summary model works on a thread of any length
-and the one-time fallback to the main model fits too. When the middle (with the previous
+and the one-time fallback to the main model (a wrapper around the summary model) fits
+too. When the middle (with the previous
 summary) does not fit one request, it is cut into consecutive chunks, each summarised on
 its own, and the chunk summaries (the previous summary first) are merged, in rounds when
 even they do not fit one request. Every summary is at most half a request's room, so
 each merge round at least halves the number of summaries: the number of calls grows
-linearly with the size of the middle.
+linearly with the size of the middle. Chunk summaries, and the merges of one round, run
+concurrently (bounded), so a small summary model is fast on a long middle too.
 
 Turns are sized by the exact token counts stored per message (plus what serialisation
 adds), never by characters alone: hex and emoji-heavy text runs near 1.6 characters per
@@ -17,8 +19,11 @@ cautious 3 characters per token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 from agent_core.context.summary_prompt import (
     PromptContext,
@@ -48,10 +53,6 @@ TURN_ROOM_SHARE = 0.5
 def planning_tokens(text: str) -> int:
     """A cautious token estimate for sizing requests."""
     return -(-len(text) // PLANNING_CHARS_PER_TOKEN)
-
-
-class EmptySummaryError(ProviderError):
-    """The summary model answered without any text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,34 +109,21 @@ def request_limits(window_tokens: int, context: PromptContext) -> RequestLimits:
     )
 
 
-class SummaryModels:
-    """The summary model, falling back once to the main model when a call fails.
+class SummaryCalls:
+    """Summary requests to one model: their output cut to the budget, their sizes recorded.
+
+    Safe to use from several threads at once (chunk summaries run concurrently).
 
     Args:
-        summary_model: the auxiliary model asked first.
-        main_model: the model asked after the auxiliary one failed; ignored when it is the
-            same model.
+        model: the model asked (the compressor hands in the summary model with its
+            fallback to the main model already wrapped around it).
     """
 
-    def __init__(self, summary_model: ChatModel, main_model: ChatModel) -> None:
-        self._models = [summary_model]
-        if main_model is not summary_model and main_model.name != summary_model.name:
-            self._models.append(main_model)
-        self._current = 0
-        self.calls = 0
-        """Requests sent, failed ones included."""
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+        self._lock = threading.Lock()
         self.max_request_tokens = 0
         """The largest request sent, in planning tokens."""
-
-    @property
-    def fell_back(self) -> bool:
-        """Whether the main model replaced the summary model."""
-        return self._current > 0
-
-    @property
-    def model_name(self) -> str:
-        """The model currently asked."""
-        return self._models[self._current].name
 
     def complete(self, prompt: str, max_tokens: int, *, extra_tokens: int = 0) -> str:
         """The model's text for ``prompt``, at most ``max_tokens`` tokens long.
@@ -147,27 +135,17 @@ class SummaryModels:
                 (their stored counts say so), for the recorded request size.
 
         Raises:
-            ProviderError: the call failed and no fallback is left.
+            ProviderError: the call failed.
         """
         messages: list[Message] = list(request_messages(prompt))
         size = sum(planning_tokens(str(m["content"])) for m in messages)
         size += REQUEST_OVERHEAD_TOKENS + extra_tokens
-        while True:
-            model = self._models[self._current]
-            self.calls += 1
+        with self._lock:
             self.max_request_tokens = max(self.max_request_tokens, size)
-            try:
-                result = model.complete(messages, max_tokens=max_tokens)
-                text = (result.content or "").strip()
-                if not text:
-                    raise EmptySummaryError(model.name, "the summary model returned no text")
-            except ProviderError:
-                if self._current + 1 >= len(self._models):
-                    raise
-                self._current += 1
-                continue
-            limit = max_tokens * OUTPUT_CHARS_PER_TOKEN
-            return text if len(text) <= limit else text[: limit - 1] + "…"
+        result = self._model.complete(messages, max_tokens=max_tokens)
+        text = (result.content or "").strip()
+        limit = max_tokens * OUTPUT_CHARS_PER_TOKEN
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +186,10 @@ def summarize(
     *,
     previous: str | None,
     context: PromptContext,
-    models: SummaryModels,
+    models: SummaryCalls,
     limits: RequestLimits,
     turn_tokens: Sequence[int] | None = None,
+    concurrency: int = 1,
 ) -> SummaryOutcome:
     """Summarise serialised ``turns`` (oldest first), updating ``previous`` if given.
 
@@ -219,10 +198,12 @@ def summarize(
         previous: the previous summary body (without its identifier ledger).
         context: the shared settings; its budget is the final summary's and must not
             exceed :attr:`RequestLimits.max_output_tokens`.
-        models: the models to call; they count calls and request sizes.
+        models: the model to call; it records request sizes.
         limits: the request limits the turns were serialised for.
         turn_tokens: a bound on each turn's tokens (from the stored counts); without it
             turns are planned by their length.
+        concurrency: requests in flight at once; chunk summaries are independent of each
+            other, and so are the merges of one round.
 
     Returns:
         The summary, or the error that stopped it.
@@ -247,7 +228,7 @@ def summarize(
                 )
             )
         chunks = pack(sizes, limits.room)
-        items = [previous] if previous else []
+        requests: list[Callable[[], str]] = []
         for number, chunk in enumerate(chunks, 1):
             budget = min(
                 context.budget_tokens,
@@ -261,16 +242,45 @@ def summarize(
                 replace(context, budget_tokens=budget),
                 part=(number, len(chunks)),
             )
-            items.append(models.complete(prompt, budget, extra_tokens=extra(chunk)))
-        return SummaryOutcome(_merge(items, context, models, limits), chunks=len(chunks))
+            requests.append(partial(models.complete, prompt, budget, extra_tokens=extra(chunk)))
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            items = ([previous] if previous else []) + _all(pool, requests)
+            merged = _merge(items, context, models, limits, pool)
+        return SummaryOutcome(merged, chunks=len(chunks))
     except ProviderError as error:
         return SummaryOutcome(None, error=error)
 
 
+def _all(pool: ThreadPoolExecutor, requests: Sequence[Callable[[], str]]) -> list[str]:
+    """The answers to ``requests``, in order, run on ``pool``; the first failure is raised.
+
+    A single request runs on the caller's thread. After a failure the requests not yet
+    started are cancelled: their answers could not be used.
+
+    Raises:
+        ProviderError: a request failed.
+    """
+    if len(requests) == 1:
+        return [requests[0]()]
+    futures = [pool.submit(request) for request in requests]
+    try:
+        return [future.result() for future in futures]
+    finally:
+        for future in futures:
+            future.cancel()
+
+
 def _merge(
-    items: list[str], context: PromptContext, models: SummaryModels, limits: RequestLimits
+    items: list[str],
+    context: PromptContext,
+    models: SummaryCalls,
+    limits: RequestLimits,
+    pool: ThreadPoolExecutor,
 ) -> str:
     """Merge summaries (oldest first) into one, in rounds while they do not fit one request.
+
+    The merges of one round are independent: they form a tree whose levels run
+    concurrently.
 
     Raises:
         ProviderError: a merge call failed.
@@ -281,9 +291,14 @@ def _merge(
         assert len(groups) < len(items), "summaries larger than half a request"
         if len(groups) == 1:
             return models.complete(merge_prompt(items, context), context.budget_tokens)
-        items = [
-            models.complete(merge_prompt([items[i] for i in group], context), context.budget_tokens)
-            if len(group) > 1
-            else items[group[0]]
+        merges = [
+            partial(
+                models.complete,
+                merge_prompt([items[i] for i in group], context),
+                context.budget_tokens,
+            )
             for group in groups
+            if len(group) > 1
         ]
+        merged = iter(_all(pool, merges))
+        items = [next(merged) if len(group) > 1 else items[group[0]] for group in groups]

@@ -1,4 +1,4 @@
-"""Behaviour around a :class:`ChatModel` by wrapping it: delegation and metering.
+"""Behaviour around a :class:`ChatModel` by wrapping it: delegation, metering, blank answers.
 
 Wrappers keep the seam narrow (pydantic-ai's ``WrapperModel``): callers see a plain chat
 model, and what a wrapper adds (CPU accounting, fallback) never becomes a flag inside the
@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent_core.errors import ProviderError
 from agent_core.llm.model import ChatModel, ChatResult, Message
 
 
@@ -52,18 +53,27 @@ class Meter:
 
     The compressor reports its own CPU; the summary calls it makes would dominate that
     figure (litellm's request building and parsing), so they are measured and taken out.
+    Calls run on several threads (concurrent chunk summaries): CPU is kept per thread, so
+    a caller takes out only what its own thread spent.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.cpu_seconds = 0.0
+        self._cpu_by_thread: dict[int, float] = {}
         self.calls = 0
 
     def add(self, cpu_seconds: float) -> None:
-        """Count one call that took ``cpu_seconds`` of its thread's CPU."""
+        """Count one call that took ``cpu_seconds`` of the current thread's CPU."""
+        thread = threading.get_ident()
         with self._lock:
-            self.cpu_seconds += cpu_seconds
+            self._cpu_by_thread[thread] = self._cpu_by_thread.get(thread, 0.0) + cpu_seconds
             self.calls += 1
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU the calls made on the current thread took."""
+        with self._lock:
+            return self._cpu_by_thread.get(threading.get_ident(), 0.0)
 
 
 class MeteredModel(WrapperModel):
@@ -86,3 +96,32 @@ class MeteredModel(WrapperModel):
             return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
         finally:
             self.meter.add(time.thread_time() - started)
+
+
+class EmptyReplyError(ProviderError):
+    """The model answered without any text (and without tool calls)."""
+
+
+class TextRequired(WrapperModel):
+    """A chat model whose answers without text are failures.
+
+    A summary that came back empty is as useless as an error; raising makes the fallback
+    to the main model (or the deterministic digest) take over.
+    """
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """The wrapped model's answer, which has text or tool calls.
+
+        Raises:
+            EmptyReplyError: the answer is blank.
+        """
+        result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+        if not (result.content or "").strip() and not result.tool_calls:
+            raise EmptyReplyError(self.name, "the model returned no text")
+        return result

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+import threading
 from datetime import date
 
 import pytest
@@ -7,16 +9,16 @@ import pytest
 from agent_core.context.summarizer import (
     PLANNING_CHARS_PER_TOKEN,
     REQUEST_WINDOW_SHARE,
-    EmptySummaryError,
     RequestLimits,
-    SummaryModels,
+    SummaryCalls,
+    SummaryOutcome,
     pack,
     planning_tokens,
     request_limits,
     summarize,
 )
 from agent_core.context.summary_prompt import PromptContext
-from agent_core.errors import ProviderAuthError, ProviderBadRequest
+from agent_core.errors import ProviderBadRequest
 from tests.unit.agent_core.context.scripted import ScriptedModel
 
 CONTEXT = PromptContext(date(2026, 3, 14), budget_tokens=2_000)
@@ -65,44 +67,28 @@ class TestPack:
         assert pack(sizes, room) == groups
 
 
-class TestSummaryModels:
-    def test_falls_back_to_main_once(self):
-        aux = ScriptedModel("aux", replies=[ProviderAuthError("aux", "bad key")])
-        main = ScriptedModel("main", replies=["from main", "again main"])
-        models = SummaryModels(aux, main)
-        assert models.complete("p", 100) == "from main"
-        assert models.fell_back
-        assert models.model_name == "main"
-        assert models.complete("p", 100) == "again main"
-        assert (len(aux.calls), len(main.calls), models.calls) == (1, 2, 3)
-
-    def test_no_fallback_when_the_models_are_the_same(self):
-        model = ScriptedModel("main", replies=[ProviderBadRequest("main", "no")])
-        with pytest.raises(ProviderBadRequest):
-            SummaryModels(model, model).complete("p", 100)
-        assert len(model.calls) == 1
-
-    def test_empty_reply_is_a_failure(self):
-        model = ScriptedModel("main", replies=["   "])
-        with pytest.raises(EmptySummaryError):
-            SummaryModels(model, model).complete("p", 100)
-
+class TestSummaryCalls:
     def test_output_is_cut_to_the_budget(self):
         model = ScriptedModel("main", replies=["z" * 10_000])
-        assert len(SummaryModels(model, model).complete("p", 100)) == 400
+        assert len(SummaryCalls(model).complete("p", 100)) == 400
 
     def test_passes_the_budget_and_records_the_size(self):
         model = ScriptedModel("main")
-        models = SummaryModels(model, model)
+        models = SummaryCalls(model)
         models.complete("q" * 3_000, 321)
         assert model.calls[0].max_tokens == 321
         assert models.max_request_tokens >= 1_000
+
+    def test_failure_is_raised(self):
+        model = ScriptedModel("main", replies=[ProviderBadRequest("main", "no")])
+        with pytest.raises(ProviderBadRequest):
+            SummaryCalls(model).complete("p", 100)
 
 
 class TestSummarize:
     def test_single_request_when_everything_fits(self):
         model = ScriptedModel("main", context_length=128_000)
-        models = SummaryModels(model, model)
+        models = SummaryCalls(model)
         limits = request_limits(model.context_length, CONTEXT)
         outcome = summarize(
             turns(20), previous="## Goal\nold", context=CONTEXT, models=models, limits=limits
@@ -115,7 +101,7 @@ class TestSummarize:
     @pytest.mark.parametrize("window", [8_192, 16_000, 32_000])
     def test_every_request_fits_its_share_of_the_window(self, window):
         model = ScriptedModel("small", context_length=window, default=echo_first_line)
-        models = SummaryModels(model, model)
+        models = SummaryCalls(model)
         limits = request_limits(window, CONTEXT)
         context = PromptContext(CONTEXT.today, min(CONTEXT.budget_tokens, limits.max_output_tokens))
         outcome = summarize(
@@ -129,7 +115,7 @@ class TestSummarize:
 
     def test_chunks_are_merged_with_the_previous_summary_first(self):
         model = ScriptedModel("small", context_length=8_192, default=echo_first_line)
-        models = SummaryModels(model, model)
+        models = SummaryCalls(model)
         limits = request_limits(8_192, CONTEXT)
         context = PromptContext(CONTEXT.today, limits.max_output_tokens)
         summarize(
@@ -146,7 +132,7 @@ class TestSummarize:
 
     def test_merges_in_rounds_when_summaries_do_not_fit(self):
         model = ScriptedModel("small", context_length=8_192, default=lambda m: "s" * 100_000)
-        models = SummaryModels(model, model)
+        models = SummaryCalls(model)
         limits = request_limits(8_192, CONTEXT)
         context = PromptContext(CONTEXT.today, limits.max_output_tokens)
         outcome = summarize(
@@ -160,11 +146,11 @@ class TestSummarize:
     def test_calls_grow_linearly_with_the_middle(self):
         def calls_for(n: int) -> int:
             model = ScriptedModel("small", context_length=8_192, default=lambda m: "s" * 100_000)
-            models = SummaryModels(model, model)
+            models = SummaryCalls(model)
             limits = request_limits(8_192, CONTEXT)
             context = PromptContext(CONTEXT.today, limits.max_output_tokens)
             summarize(turns(n), previous=None, context=context, models=models, limits=limits)
-            return models.calls
+            return len(model.calls)
 
         small, large = calls_for(200), calls_for(800)
         assert large <= 4 * small + 4
@@ -176,8 +162,82 @@ class TestSummarize:
             turns(3),
             previous=None,
             context=CONTEXT,
-            models=SummaryModels(model, model),
+            models=SummaryCalls(model),
             limits=limits,
         )
         assert outcome.text is None
         assert isinstance(outcome.error, ProviderBadRequest)
+
+
+class GatedModel(ScriptedModel):
+    """Holds each request until ``gather`` are in flight together (or a bound passes)."""
+
+    def __init__(self, gather: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.gather = gather
+        self.in_flight = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+        self._together = threading.Event()
+
+    def complete(self, messages, *, tools=None, max_tokens=None):
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.peak >= self.gather:
+                self._together.set()
+        try:
+            self._together.wait(timeout=10)
+            return super().complete(messages, tools=tools, max_tokens=max_tokens)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+class TestConcurrency:
+    def _summarize(self, model: ScriptedModel, concurrency: int, n: int = 300) -> SummaryOutcome:
+        limits = request_limits(8_192, CONTEXT)
+        context = PromptContext(CONTEXT.today, limits.max_output_tokens)
+        return summarize(
+            turns(n),
+            previous="## Goal\nPREVIOUS",
+            context=context,
+            models=SummaryCalls(model),
+            limits=limits,
+            concurrency=concurrency,
+        )
+
+    def test_chunk_summaries_run_side_by_side_up_to_the_bound(self):
+        model = GatedModel(4, name="small", context_length=8_192, default=echo_first_line)
+        outcome = self._summarize(model, concurrency=4)
+        assert outcome.text is not None
+        assert outcome.chunks > 4
+        assert model.peak == 4
+
+    def test_one_at_a_time_when_the_bound_is_one(self):
+        model = GatedModel(2, name="small", context_length=8_192, default=echo_first_line)
+        model._together.set()  # nothing to wait for: the bound is what is tested
+        self._summarize(model, concurrency=1)
+        assert model.peak == 1
+
+    def test_concurrent_summaries_keep_their_order_in_the_merge(self):
+        model = ScriptedModel("small", context_length=8_192, default=echo_first_line)
+        self._summarize(model, concurrency=4, n=60)
+        final = model.calls[-1].prompt
+        assert final.startswith("Below are summaries")
+        assert "PREVIOUS" in final.split("SUMMARY 2 OF")[0]
+        seen = [int(m) for m in re.findall(r"saw 'message (\d+)", final)]
+        assert seen == sorted(seen)
+
+    def test_a_failed_chunk_fails_the_summary(self):
+        failing = ProviderBadRequest("small", "nope")
+
+        def reply(messages):
+            if "part 3 of" in str(messages[-1]["content"]):
+                raise failing
+            return echo_first_line(messages)
+
+        model = ScriptedModel("small", context_length=8_192, default=reply)
+        outcome = self._summarize(model, concurrency=4)
+        assert outcome.text is None
+        assert outcome.error is failing
