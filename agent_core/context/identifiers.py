@@ -20,7 +20,11 @@ from typing import Any
 import re2
 
 LEDGER_HEADING = "## Critical Identifiers"
-LEDGER_NOTE = "(verbatim from the compacted turns, most recent first)"
+LEDGER_NOTE = (
+    "(verbatim from the compacted turns, most recent first; older or unlisted ones are in "
+    "this chat's archive: find them with session_search)"
+)
+"""Tells the model where what no longer fits the prompt went, and how to get it back."""
 LEDGER_SHARE = 0.75
 """Most of the summary budget the ledger may take. The prose gets whatever the ledger does
 not use, so a chat with few identifiers loses nothing; a busy technical group (hundreds of

@@ -166,3 +166,24 @@ def test_a_turn_run_again_after_a_crash_continues_from_the_stored_round(factory)
         ).all()
     assert len(replies) == 1
     assert stored_reply.outbox_id is not None
+
+
+def test_what_a_compaction_took_out_of_the_prompt_is_found_with_session_search(factory):
+    artifact = "build/release-7f3a9c.tar.gz"
+    search = tool_call("session_search", {"query": artifact}, "s1")
+    h = Harness(
+        factory, tools=True, compression_hard_message_limit=10, replies=[calls(search), "Found."]
+    )
+    h.chatter(5, words=400)
+    h.say(f"the artifact to ship is {artifact}", triggers=False)
+    h.chatter(10, words=400)
+    outcome, _, _ = h.turn(h.say("which artifact do we ship?"))
+    assert outcome.compactions[0].applied
+    first = h.main.calls[0].messages
+    summary = next(m["content"] for m in first if "Critical Identifiers" in str(m["content"]))
+    assert "find them with session_search" in summary
+    assert not any(m["content"].startswith("the artifact") for m in first if m["role"] == "user")
+    result = h.main.calls[1].messages[-1]
+    assert result["role"] == "tool"
+    assert artifact in result["content"]
+    assert outcome.text == "Found."
