@@ -64,6 +64,10 @@ class ScriptedModel:
         """The usage every answer reports (default: a quarter of the characters sent)."""
         self.calls: list[Call] = []
 
+    def queue(self, *replies: Reply) -> None:
+        """Answer the next requests with these replies, in order."""
+        self._replies.extend(replies)
+
     @property
     def name(self) -> str:
         return self._name
