@@ -19,6 +19,7 @@ reply in its own transaction with :meth:`Agent.finish`, records metrics and deli
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -123,6 +124,7 @@ class _Loop:
     errors: list[ProviderError] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
     tool_calls: int = 0
+    tool_seconds: float = 0.0
     steered: int = 0
 
 
@@ -387,10 +389,10 @@ class Agent:
         """Run one response's tool calls and store the exchange (durable at once)."""
         calls = [dict(call) for call in result.tool_calls or ()]
         loop.tool_calls += len(calls)
-        drafts = [
-            replace(draft, content=steer.defuse(draft.content))
-            for draft in tools.registry.execute_all(calls, tools.context)
-        ]
+        started = time.perf_counter()
+        executed = tools.registry.execute_all(calls, tools.context)
+        loop.tool_seconds += time.perf_counter() - started
+        drafts = [replace(draft, content=steer.defuse(draft.content)) for draft in executed]
         services, request = self._services, self.request
         with transaction(services.factory) as db:
             chat_session = db.get(ChatSession, request.session_id)
@@ -433,6 +435,7 @@ class Agent:
             counted_tokens=self._counted(loop),
             summary_version=loop.view.summary_version,
             tool_calls=loop.tool_calls,
+            tool_seconds=loop.tool_seconds,
             steered=loop.steered,
         )
 
@@ -455,6 +458,7 @@ class Agent:
             meta = {"model": outcome.model, "llm_ms": round(outcome.llm_seconds * 1000, 3)}
         if outcome.tool_calls:
             meta["tool_calls"] = outcome.tool_calls
+            meta["tool_ms"] = round(outcome.tool_seconds * 1000, 3)
         outbox_id = record_reply(
             db,
             chat_session,

@@ -67,6 +67,8 @@ class TurnOutcome:
 
     tool_calls: int = 0
     """Tool calls the model made in this turn."""
+    tool_seconds: float = 0.0
+    """Time spent running them (MCP servers, searches), not storing their results."""
     steered: int = 0
     """Messages this turn took in through the steer channel."""
 
