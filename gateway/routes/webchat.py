@@ -5,15 +5,16 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from importlib import resources
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
+from adapters.text import storable
 from agent_core.db.engine import transaction
 from agent_core.db.models import DEFAULT_TENANT_ID, Message, TurnState
 from agent_core.errors import UnknownConversation
@@ -46,6 +47,12 @@ class PostMessage(BaseModel):
         max_length=128,
         description="client-chosen message id; sending the same id again is a no-op",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Clean before the length checks, which refuse a lone surrogate (adapters.text)."""
+        return storable(data) if isinstance(data, dict) else data
 
 
 class Accepted(BaseModel):
