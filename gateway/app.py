@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from gateway.errors import install_error_handlers
+from gateway.limits import BodyLimit
 from gateway.routes import health, webchat, webhooks
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
@@ -78,6 +79,7 @@ def create_app(
 
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(webchat.router)
     app.include_router(webhooks.router)
