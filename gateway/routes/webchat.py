@@ -21,6 +21,7 @@ from agent_core.errors import UnknownConversation
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation as ConversationKey
 from gateway.dependencies import get_runtime
+from gateway.errors import documented
 from workers.bots import ENV_BOT_NAME
 from workers.runtime import Runtime
 
@@ -118,7 +119,7 @@ def _webchat_bot_id(runtime: Runtime) -> int:
     return bot.id
 
 
-@router.post("/api/webchat/{conversation_id}/messages", status_code=202)
+@router.post("/api/webchat/{conversation_id}/messages", status_code=202, responses=documented(422))
 async def post_message(
     conversation_id: ConversationId,
     body: PostMessage,
@@ -160,7 +161,7 @@ def _line(message: Message) -> ChatLine:
     )
 
 
-@router.get("/api/webchat/{conversation_id}/messages")
+@router.get("/api/webchat/{conversation_id}/messages", responses=documented(404, 422))
 def list_messages(
     conversation_id: ConversationId,
     runtime: Annotated[Runtime, Depends(get_runtime)],
