@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from adapters.text import storable
 
 ChatType = Literal["private", "group"]
 EventKind = Literal["message", "edit", "delete"]
@@ -44,6 +46,15 @@ class InboundMessage(BaseModel):
     event: EventKind = "message"
     received_at: datetime = Field(default_factory=_now)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Make every string one the database can hold, whichever adapter built the message.
+
+        See :mod:`adapters.text`; a message empty after that is refused by the intake.
+        """
+        return storable(data) if isinstance(data, dict) else data
 
 
 class OutboundMessage(BaseModel):

@@ -34,6 +34,9 @@ DEFAULT_HOME = Path(".hubbub")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 DEFAULT_MAX_MESSAGE_CHARS = 32_000
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+"""1 MiB: a web chat message at the character limit is at most ~400 KB of JSON (every
+character escaped), and Telegram updates and Slack events are a few KB."""
 DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
 DEFAULT_LLM_MAX_RETRIES = 3
 DEFAULT_LLM_RETRY_BASE_SECONDS = 1.0
@@ -229,6 +232,8 @@ class Settings(BaseSettings):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     public_url: str | None = None
     max_message_chars: int = Field(DEFAULT_MAX_MESSAGE_CHARS, gt=0)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
+    """Larger request bodies get a 413 before they are read (webhooks before verification)."""
 
     persona: str = DEFAULT_PERSONA
     instructions: str | None = None

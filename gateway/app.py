@@ -11,7 +11,8 @@ from fastapi.concurrency import run_in_threadpool
 
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
-from gateway.errors import install_error_handlers
+from gateway.errors import documented, install_error_handlers
+from gateway.limits import BodyLimit
 from gateway.routes import health, webchat, webhooks
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
@@ -78,7 +79,10 @@ def create_app(
 
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
-    app.include_router(health.router)
-    app.include_router(webchat.router)
-    app.include_router(webhooks.router)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Every route reads through the body limit (413) and may meet a malformed request (400).
+    every_route = documented(400, 413)
+    app.include_router(health.router, responses=every_route)
+    app.include_router(webchat.router, responses=every_route)
+    app.include_router(webhooks.router, responses=every_route)
     return app

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from adapters.base import WebhookVerificationError
 from agent_core.errors import InvalidInput, MessageTooLong, UnknownConversation
 
 log = logging.getLogger(__name__)
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: what went wrong, in a sentence."""
+
+    error: str = Field(description="what was wrong with the request, or what failed")
+
+
+_WHY = {
+    400: "Bad input: invalid JSON, empty text, a body the route cannot read.",
+    401: "The webhook signature is missing, stale or wrong; nothing stored.",
+    403: "The webhook secret token is missing or wrong; nothing stored.",
+    404: "No such conversation or bot.",
+    413: "The body is larger than HUBBUB_MAX_BODY_BYTES, or the message longer than "
+    "HUBBUB_MAX_MESSAGE_CHARS; nothing stored.",
+    422: "A parameter or field has the wrong form.",
+    503: "Temporarily unable; retry later.",
+}
+
+
+def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of a route that can answer with these error codes."""
+    return {
+        code: {"model": ErrorBody, "description": _WHY.get(code, HTTPStatus(code).phrase)}
+        for code in codes
+    }
 
 
 def _describe(exc: RequestValidationError) -> tuple[int, str]:

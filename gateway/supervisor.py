@@ -16,8 +16,9 @@ from adapters.base import BotConfig, Listener, WebhookHandler
 from adapters.messages import InboundMessage
 from adapters.registry import create_listener, create_webhook
 from agent_core.db.engine import transaction
-from agent_core.db.models import DEFAULT_TENANT_ID
+from agent_core.db.models import DEFAULT_TENANT_ID, Bot
 from agent_core.errors import InvalidInput
+from agent_core.tenancy.names import NAME_RULE, is_valid_name
 from agent_core.tenancy.repository import TenancyRepository
 from workers import metrics
 from workers.bots import ENV_BOT_NAME, env_bot_config
@@ -37,6 +38,23 @@ def bot_path_id(config: BotConfig) -> str:
     if config.tenant_id == DEFAULT_TENANT_ID:
         return config.bot_name
     return f"{config.tenant_id}.{config.bot_name}"
+
+
+def _named_well(bot: Bot) -> bool:
+    """Whether a stored bot's tenant and name follow the name rule; logs why not.
+
+    Bots stored before the rule existed may break it (a dot could take over another
+    tenant's webhook path), so they are not started until re-added under a valid name.
+    """
+    if is_valid_name(bot.tenant_id) and is_valid_name(bot.name):
+        return True
+    log.error(
+        "bot not started: its tenant id or name breaks the name rule (%s); remove it "
+        "with `hubbub bots remove` and add it again under a valid name",
+        NAME_RULE,
+        extra={"platform": bot.platform, "tenant": bot.tenant_id, "bot": bot.name},
+    )
+    return False
 
 
 class PlatformSupervisor:
@@ -69,7 +87,7 @@ class PlatformSupervisor:
             stored = [
                 b.id
                 for b in TenancyRepository.from_session(db).list_bots()
-                if b.platform in PLATFORMS and b.credentials is not None
+                if b.platform in PLATFORMS and b.credentials is not None and _named_well(b)
             ]
         configs.extend(self._runtime.bots.config(bot_id) for bot_id in stored)
         return configs
@@ -80,8 +98,11 @@ class PlatformSupervisor:
             try:
                 webhook = create_webhook(config, self.sink)
                 if webhook is not None:
+                    key = (config.platform, bot_path_id(config))
+                    if key in self._webhooks:
+                        raise RuntimeError(f"webhook path {key} is taken by another bot")
                     await webhook.initialize()
-                    self._webhooks[(config.platform, bot_path_id(config))] = webhook
+                    self._webhooks[key] = webhook
                 listener = create_listener(config, self.sink)
                 if listener is not None:
                     self._tasks.append(asyncio.create_task(self._supervise(listener)))

@@ -11,10 +11,16 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import (
+    build_normalized_headers,
+    extract_content_type,
+    parse_body,
+)
 from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
@@ -34,6 +40,9 @@ log = logging.getLogger(__name__)
 SIGNATURE_WINDOW_SECONDS = 300
 """Slack's replay window: older (or future) timestamps are refused."""
 _NO_IDENTITY_NEEDED = frozenset({"url_verification", "ssl_check"})
+_TIMESTAMP = re.compile(r"[0-9]{1,12}", re.ASCII)
+"""Unix seconds as Slack sends them: ASCII digits only, and short, so that ``int()`` never
+sees ``²`` (a digit to ``str.isdigit``) or thousands of digits (past Python's limit)."""
 
 
 def _json(status: int, payload: dict[str, str]) -> WebhookResponse:
@@ -88,7 +97,7 @@ class SlackWebhookHandler(WebhookHandler):
         signature = headers.get("x-slack-signature", "")
         if not timestamp or not signature:
             raise WebhookVerificationError("missing Slack signature headers", 401)
-        if not timestamp.isdigit():
+        if _TIMESTAMP.fullmatch(timestamp) is None:
             raise WebhookVerificationError("malformed Slack request timestamp", 401)
         if abs(self._clock() - int(timestamp)) > SIGNATURE_WINDOW_SECONDS:
             raise WebhookVerificationError(
@@ -109,9 +118,14 @@ class SlackWebhookHandler(WebhookHandler):
         """
         self._verify(headers, body)
         try:
-            request = AsyncBoltRequest(body=body.decode("utf-8"), headers=dict(headers))
+            text = body.decode("utf-8")
+            parsed = parse_body(text, extract_content_type(build_normalized_headers(dict(headers))))
         except (ValueError, UnicodeDecodeError):
             return _json(400, {"error": "request body is neither JSON nor a form"})
+        if not isinstance(parsed, dict):
+            # Bolt would fail on it (a 500) before any listener runs.
+            return _json(400, {"error": "request body is JSON but not an object"})
+        request = AsyncBoltRequest(body=text, headers=dict(headers))
         if request.body.get("type") == "app_rate_limited":
             # Slack drops events past 30,000 an hour per workspace; it needs a 200 all the same.
             log.warning("slack is rate limiting this app's events", extra=_rate_limit(request))

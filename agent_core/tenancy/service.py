@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from agent_core.crypto import CredentialBox
 from agent_core.db.models import Bot, Tenant
 from agent_core.errors import InvalidInput
+from agent_core.tenancy.names import check_name
 from agent_core.tenancy.repository import TenancyRepository
 
 PLATFORMS = ("telegram", "discord", "slack")
@@ -21,8 +22,7 @@ def add_tenant(db: Session, tenant_id: str, *, name: str | None, persona: str | 
     Raises:
         InvalidInput: the id is taken or malformed.
     """
-    if not tenant_id or not tenant_id.replace("-", "").replace("_", "").isalnum():
-        raise InvalidInput("a tenant id uses letters, digits, '-' and '_'")
+    check_name("tenant id", tenant_id)
     repo = TenancyRepository.from_session(db)
     if repo.get_tenant(tenant_id) is not None:
         raise InvalidInput(f"tenant {tenant_id!r} exists already")
@@ -48,8 +48,10 @@ def add_bot(
 
     Raises:
         InvalidInput: unknown platform, tenant or trigger mode; a missing token; a name
-            already used on that platform by the tenant.
+            that breaks the rule (``agent_core.tenancy.names``) or is already used on that
+            platform by the tenant.
     """
+    check_name("bot name", name)
     if platform not in PLATFORMS:
         raise InvalidInput(f"platform must be one of {', '.join(PLATFORMS)}")
     if trigger_mode not in TRIGGER_MODES:

@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from gateway.dependencies import get_runtime
+from gateway.errors import documented
 from workers.runtime import Runtime
 
 router = APIRouter(tags=["service"])
@@ -51,7 +52,7 @@ def _check_broker(runtime: Runtime) -> str | None:
     return None
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses=documented(503))
 def readyz(runtime: Annotated[Runtime, Depends(get_runtime)]) -> JSONResponse:
     """Database and broker reachable: 200; otherwise 503 with the reasons."""
     reasons = [r for r in (_check_database(runtime), _check_broker(runtime)) if r]

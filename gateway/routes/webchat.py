@@ -5,21 +5,23 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from importlib import resources
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
+from adapters.text import storable
 from agent_core.db.engine import transaction
 from agent_core.db.models import DEFAULT_TENANT_ID, Message, TurnState
 from agent_core.errors import UnknownConversation
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation as ConversationKey
 from gateway.dependencies import get_runtime
+from gateway.errors import documented
 from workers.bots import ENV_BOT_NAME
 from workers.runtime import Runtime
 
@@ -46,6 +48,12 @@ class PostMessage(BaseModel):
         max_length=128,
         description="client-chosen message id; sending the same id again is a no-op",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Clean before the length checks, which refuse a lone surrogate (adapters.text)."""
+        return storable(data) if isinstance(data, dict) else data
 
 
 class Accepted(BaseModel):
@@ -111,7 +119,7 @@ def _webchat_bot_id(runtime: Runtime) -> int:
     return bot.id
 
 
-@router.post("/api/webchat/{conversation_id}/messages", status_code=202)
+@router.post("/api/webchat/{conversation_id}/messages", status_code=202, responses=documented(422))
 async def post_message(
     conversation_id: ConversationId,
     body: PostMessage,
@@ -153,7 +161,7 @@ def _line(message: Message) -> ChatLine:
     )
 
 
-@router.get("/api/webchat/{conversation_id}/messages")
+@router.get("/api/webchat/{conversation_id}/messages", responses=documented(404, 422))
 def list_messages(
     conversation_id: ConversationId,
     runtime: Annotated[Runtime, Depends(get_runtime)],

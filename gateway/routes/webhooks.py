@@ -5,12 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from gateway.errors import documented
 from gateway.supervisor import PlatformSupervisor
 
 router = APIRouter(tags=["webhooks"])
 
 
-@router.post("/webhooks/{platform}/{bot_id}")
+@router.post("/webhooks/{platform}/{bot_id}", responses=documented(401, 403, 404, 422, 503))
 async def receive(platform: str, bot_id: str, request: Request) -> Response:
     """Hand the raw request to the bot's handler; unknown bots get 404, nothing stored."""
     supervisor: PlatformSupervisor = request.app.state.supervisor

@@ -168,6 +168,40 @@ class TestSignature:
         assert response.status == 400
         assert sink.messages == []
 
+    @pytest.mark.parametrize(
+        "timestamp", ["\u00b2", "1" * 5000, "\u0661\u0662", " 12", "12\n", "-12", "+12", "1.5"]
+    )
+    async def test_timestamp_that_is_not_plain_digits_is_a_401(
+        self, handler: SlackWebhookHandler, sink: Sink, fake_slack: FakeSlack, timestamp: str
+    ) -> None:
+        headers, body = signed_json(load_payload("app_mention"))
+        headers["x-slack-request-timestamp"] = timestamp
+        with pytest.raises(WebhookVerificationError, match="malformed") as caught:
+            await handler.handle(headers, body)
+        assert caught.value.status_code == 401
+        assert sink.messages == []
+        assert fake_slack.calls == []
+
+    @pytest.mark.parametrize(
+        ("body", "content_type"),
+        [
+            (b"null", "application/json"),
+            (b"[1, 2]", "application/json"),
+            (b"42", "application/json"),
+            (b'"text"', "application/json"),
+            (b"payload=null", "application/x-www-form-urlencoded"),
+            (b"payload=%5B%5D", "application/x-www-form-urlencoded"),
+        ],
+    )
+    async def test_signed_json_that_is_not_an_object_is_a_400(
+        self, handler: SlackWebhookHandler, sink: Sink, body: bytes, content_type: str
+    ) -> None:
+        headers = {k.lower(): v for k, v in sign(body).items()} | {"content-type": content_type}
+        response = await handler.handle(headers, body)
+        assert response.status == 400
+        assert json.loads(response.body) == {"error": "request body is JSON but not an object"}
+        assert sink.messages == []
+
 
 class TestEvents:
     async def test_dm_through_bolt(
