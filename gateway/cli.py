@@ -97,7 +97,9 @@ def worker(
         os.environ["HUBBUB_WORKER_CONCURRENCY"] = str(concurrency)
     from workers.app import app as celery_app
 
-    celery_app.worker_main(
+    # ``worker_main`` drops the worker's exit code; ``start`` returns it, so a worker that
+    # stops on an unrecoverable error exits non-zero and its supervisor restarts it.
+    code = celery_app.start(
         [
             "worker",
             "--loglevel",
@@ -112,6 +114,7 @@ def worker(
             "hubbub",
         ]
     )
+    raise typer.Exit(code or 0)
 
 
 @app.command()
