@@ -6,22 +6,28 @@ the test restarts; replies come from the fake provider over HTTP.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from agent_core.db.migrations import upgrade_to_head
 from tests.fixtures.llm_server import FakeLLM
-from tests.fixtures.restartable import PrivateRedis
+from tests.fixtures.restartable import PrivatePostgres, PrivateRedis
 from tests.fixtures.services import (
     GatewayServer,
     ServiceProcess,
     conversation,
+    free_port,
     hubbub_env,
     post_accepted,
     replies,
     settings_from_env,
+    start_up,
     start_worker,
     wait_replies,
     wait_until,
@@ -76,3 +82,75 @@ def test_worker_with_turns_in_flight_survives_a_redis_restart(
     _answered_once(redis_client, "a", "in flight a")
     _answered_once(redis_client, "b", "in flight b")
     _answered_once(redis_client, "c", "after the restart")
+
+
+def test_worker_survives_a_postgres_restart(
+    private_postgres: PrivatePostgres,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    gateway_factory: Callable[..., GatewayServer],
+    processes: list[ServiceProcess],
+) -> None:
+    upgrade_to_head(private_postgres.url)
+    env = hubbub_env(db_url=private_postgres.url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    gateway = gateway_factory(settings_from_env(env))
+    worker = start_worker(env)
+    processes.append(worker)
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        post_accepted(client, "before", "before the crash")
+        wait_replies(client, "before", 1, timeout=120)
+        fake_llm.sleep_next(3)
+        post_accepted(client, "during", "during the crash")
+        wait_until(lambda: len(fake_llm.chat_requests()) == 2, timeout=60, what="the slow call")
+        private_postgres.restart()
+        # The gateway's first read on a stale pooled connection fails once (not the worker's
+        # concern here): wait until it reads again.
+        wait_until(
+            lambda: client.get("/api/webchat/before/messages").status_code == 200,
+            timeout=60,
+            what="the gateway reading again",
+        )
+        wait_replies(client, "during", 1, timeout=120)
+        post_accepted(client, "after", "after the crash")
+        wait_replies(client, "after", 1, timeout=120)
+        assert worker.proc.poll() is None, "".join(worker.lines[-40:])
+        _answered_once(client, "before", "before the crash")
+        _answered_once(client, "during", "during the crash")
+        _answered_once(client, "after", "after the crash")
+
+
+def _worker_pids(service: ServiceProcess) -> list[int]:
+    """Pids of the worker children ``hubbub up`` started, from its log."""
+    pids = []
+    for line in list(service.lines):
+        if line.startswith("{") and '"worker started"' in line:
+            pids.append(int(json.loads(line)["pid"]))
+    return pids
+
+
+def test_up_restarts_its_worker_when_it_dies(
+    postgres_url: str,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    processes: list[ServiceProcess],
+) -> None:
+    env = hubbub_env(db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    port = free_port()
+    service = start_up(env, port)
+    processes.append(service)
+    (first,) = wait_until(lambda: _worker_pids(service), timeout=60, what="the worker child")
+    os.kill(first, signal.SIGKILL)
+    pids = wait_until(
+        lambda: len(p := _worker_pids(service)) == 2 and p, timeout=60, what="a new worker"
+    )
+    assert pids[1] != first
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        post_accepted(client, "up", "still answered")
+        (reply,) = wait_replies(client, "up", 1, timeout=120)
+    assert reply["text"] == "echo: still answered"
+    service.signal(signal.SIGTERM)
+    assert service.wait(60) == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[1], 0)  # stopping `hubbub up` stopped its worker
