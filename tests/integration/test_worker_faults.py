@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from agent_core.db.migrations import upgrade_to_head
 from tests.fixtures.llm_server import FakeLLM
@@ -118,6 +119,61 @@ def test_worker_survives_a_postgres_restart(
         _answered_once(client, "before", "before the crash")
         _answered_once(client, "during", "during the crash")
         _answered_once(client, "after", "after the crash")
+
+
+def test_worker_started_with_postgres_down_sweeps_once_it_is_back(
+    private_postgres: PrivatePostgres,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    gateway_factory: Callable[..., GatewayServer],
+    processes: list[ServiceProcess],
+) -> None:
+    upgrade_to_head(private_postgres.url)
+    env = hubbub_env(db_url=private_postgres.url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    gateway = gateway_factory(settings_from_env(env))
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        post_accepted(client, "lost", "nobody rang for me")
+        redis.Redis.from_url(redis_url).flushdb()  # the doorbell is lost: only a sweep finds it
+        private_postgres.stop("immediate")
+        worker = start_worker(env)
+        processes.append(worker)
+        wait_until(
+            lambda: any("sweep failed" in line for line in worker.lines),
+            timeout=60,
+            what="a failed first sweep",
+        )
+        private_postgres.start()
+        wait_until(
+            lambda: client.get("/api/webchat/lost/messages").status_code == 200,
+            timeout=60,
+            what="the gateway reading again",
+        )
+        wait_replies(client, "lost", 1, timeout=120)
+        _answered_once(client, "lost", "nobody rang for me")
+
+
+def test_two_workers_on_one_metrics_port_both_run(
+    redis_client: httpx.Client,
+    redis_env: dict[str, str],
+    processes: list[ServiceProcess],
+) -> None:
+    port = free_port()
+    env = redis_env | {"HUBBUB_WORKER_METRICS_PORT": str(port)}
+    first = start_worker(env)
+    processes.append(first)
+    second = start_worker(env)
+    processes.append(second)
+    (warning,) = [json.loads(line) for line in second.lines if "metrics not served" in line]
+    assert warning["level"] == "warning"
+    assert str(port) in warning["msg"]
+    assert "HUBBUB_WORKER_METRICS_PORT" in warning["msg"]
+    assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
+    first.signal(signal.SIGTERM)
+    assert first.wait(60) == 0
+    post_accepted(redis_client, "second", "the second worker answers")
+    wait_replies(redis_client, "second", 1, timeout=120)
+    _answered_once(redis_client, "second", "the second worker answers")
 
 
 def _worker_pids(service: ServiceProcess) -> list[int]:
