@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -210,3 +211,72 @@ def test_up_restarts_its_worker_when_it_dies(
     assert service.wait(60) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pids[1], 0)  # stopping `hubbub up` stopped its worker
+
+
+@pytest.fixture
+def lease_env(
+    postgres_url: str, redis_url: str, fake_llm: FakeLLM, tmp_path: Path
+) -> dict[str, str]:
+    """A deployment with the default turn lease and sweep interval (not the tests' short ones)."""
+    env = hubbub_env(db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    del env["HUBBUB_TURN_LEASE_SECONDS"], env["HUBBUB_SWEEP_INTERVAL_SECONDS"]
+    return env
+
+
+def _turn_holder_pid(gateway: GatewayServer) -> int | None:
+    from sqlalchemy import select
+
+    from agent_core.db.engine import transaction
+    from agent_core.db.models import SessionLock
+
+    with transaction(gateway.runtime.factory) as db:
+        owner = db.scalar(select(SessionLock.owner).where(SessionLock.kind == "turn"))
+    return int(owner.split(":")[1]) if owner else None
+
+
+def test_a_killed_workers_session_is_taken_over_within_lease_and_sweep(
+    lease_env: dict[str, str],
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+    processes: list[ServiceProcess],
+) -> None:
+    settings = settings_from_env(lease_env)
+    assert settings.turn_lease_seconds + settings.sweep_interval_seconds <= 10
+    gateway = gateway_factory(settings)
+    workers = {w.proc.pid: w for w in (start_worker(lease_env), start_worker(lease_env))}
+    processes.extend(workers.values())
+    fake_llm.sleep_next(120)
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        post_accepted(client, "k", "take me over")
+        wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=60, what="the slow call")
+        victim = wait_until(lambda: _turn_holder_pid(gateway), timeout=60, what="the holder")
+        workers[victim].kill()
+        killed = time.monotonic()
+        wait_until(lambda: len(fake_llm.chat_requests()) == 2, timeout=120, what="the takeover")
+        taken_over = time.monotonic() - killed
+        (reply,) = wait_replies(client, "k", 1, timeout=120)
+        assert reply["text"] == "echo: take me over"
+        _answered_once(client, "k", "take me over")
+    # The dead holder's lease lapses at most one lease after its last renewal (before the
+    # kill); the next sweep rings for the session; 5 s more for start-up of the turn.
+    assert taken_over <= settings.turn_lease_seconds + settings.sweep_interval_seconds + 5
+
+
+def test_a_model_call_longer_than_the_lease_keeps_it(
+    lease_env: dict[str, str],
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+    processes: list[ServiceProcess],
+) -> None:
+    settings = settings_from_env(lease_env)
+    gateway = gateway_factory(settings)
+    processes.extend([start_worker(lease_env), start_worker(lease_env)])
+    fake_llm.sleep_next(settings.turn_lease_seconds * 1.5)
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        post_accepted(client, "long", "first, slowly")
+        wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=60, what="the slow call")
+        post_accepted(client, "long", "second")
+        first, second = wait_replies(client, "long", 2, timeout=120)
+    assert (first["text"], second["text"]) == ("echo: first, slowly", "echo: second")
+    asked = [r["messages"][-1]["content"] for r in fake_llm.chat_requests()]
+    assert asked == ["first, slowly", "second"]
