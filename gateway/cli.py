@@ -110,12 +110,15 @@ def worker(
         raise typer.Exit(2)
     if concurrency is not None:
         os.environ["HUBBUB_WORKER_CONCURRENCY"] = str(concurrency)
-    from workers.app import app as celery_app
+    from celery.bin.celery import celery as celery_command
 
-    # ``worker_main`` drops the worker's exit code; ``start`` returns it, so a worker that
-    # stops on an unrecoverable error exits non-zero and its supervisor restarts it.
-    code = celery_app.start(
+    # ``app.worker_main`` and ``app.start`` drop the worker's exit code; Celery's own
+    # command, run standalone, exits with it, so a worker that stops on an unrecoverable
+    # error exits non-zero and whatever supervises it restarts it.
+    celery_command.main(
         [
+            "--app",
+            "workers.app",
             "worker",
             "--loglevel",
             settings.log_level,
@@ -127,9 +130,9 @@ def worker(
             "--without-mingle",
             "--queues",
             "hubbub",
-        ]
+        ],
+        prog_name="hubbub worker",
     )
-    raise typer.Exit(code or 0)
 
 
 @app.command()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -280,3 +281,41 @@ def test_a_model_call_longer_than_the_lease_keeps_it(
     assert (first["text"], second["text"]) == ("echo: first, slowly", "echo: second")
     asked = [r["messages"][-1]["content"] for r in fake_llm.chat_requests()]
     assert asked == ["first, slowly", "second"]
+
+
+@pytest.fixture
+def redis_without_brpop(tmp_path: Path) -> Iterator[str]:
+    """A Redis that refuses the command workers consume with: Celery cannot carry on."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--save", "", "--dir", str(tmp_path),
+         "--rename-command", "BRPOP", ""],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    wait_until(lambda: _pings(url), timeout=60, what="redis without BRPOP")
+    yield url
+    server.kill()
+    server.wait(30)
+
+
+def _pings(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def test_a_worker_that_cannot_carry_on_exits_non_zero(
+    postgres_url: str,
+    redis_without_brpop: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    processes: list[ServiceProcess],
+) -> None:
+    env = hubbub_env(
+        db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_without_brpop
+    )
+    worker = ServiceProcess(["worker"], env, "Unrecoverable error")
+    processes.append(worker)
+    assert worker.wait(120) != 0, "".join(worker.lines[-40:])
