@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-from typing import Annotated
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import uvicorn
@@ -16,6 +16,9 @@ from agent_core.config import Settings, load_settings
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.logs import configure_logging
 from gateway import admin_cli, sessions_cli
+
+if TYPE_CHECKING:
+    from gateway.supervisor import WorkerSupervisor
 
 app = typer.Typer(
     help="Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats.",
@@ -49,6 +52,10 @@ def _serve(settings: Settings) -> None:
     )
 
 
+def _exit_quietly(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
 @app.command()
 def up(host: Host = None, port: Port = None) -> None:
     """Migrate, then run everything on this machine.
@@ -59,16 +66,24 @@ def up(host: Host = None, port: Port = None) -> None:
     """
     settings = _settings(host=host, port=port)
     upgrade_to_head(settings.resolved_database_url)
-    worker: subprocess.Popen[bytes] | None = None
+    worker: WorkerSupervisor | None = None
     if settings.redis_url is not None:
-        worker = subprocess.Popen([sys.executable, "-m", "gateway.cli", "worker"])
+        from gateway.supervisor import WorkerSupervisor
+
+        worker = WorkerSupervisor(
+            [sys.executable, "-m", "gateway.cli", "worker"],
+            grace_seconds=settings.shutdown_grace_seconds,
+        )
+        worker.start()
     typer.echo(f"Hubbub is up: open http://{settings.host}:{settings.port}/ to chat.", err=True)
+    # uvicorn re-raises the SIGTERM it shut down on; exiting through Python instead lets the
+    # worker be stopped below rather than orphaned.
+    signal.signal(signal.SIGTERM, _exit_quietly)
     try:
         _serve(settings)
     finally:
         if worker is not None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=settings.shutdown_grace_seconds + 10)
+            worker.stop()
 
 
 @app.command()
@@ -95,10 +110,15 @@ def worker(
         raise typer.Exit(2)
     if concurrency is not None:
         os.environ["HUBBUB_WORKER_CONCURRENCY"] = str(concurrency)
-    from workers.app import app as celery_app
+    from celery.bin.celery import celery as celery_command
 
-    celery_app.worker_main(
+    # ``app.worker_main`` and ``app.start`` drop the worker's exit code; Celery's own
+    # command, run standalone, exits with it, so a worker that stops on an unrecoverable
+    # error exits non-zero and whatever supervises it restarts it.
+    celery_command.main(
         [
+            "--app",
+            "workers.app",
             "worker",
             "--loglevel",
             settings.log_level,
@@ -110,7 +130,8 @@ def worker(
             "--without-mingle",
             "--queues",
             "hubbub",
-        ]
+        ],
+        prog_name="hubbub worker",
     )
 
 

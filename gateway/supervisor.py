@@ -1,7 +1,8 @@
-"""Platform connections of the gateway: webhook handlers and long-lived listeners per bot.
+"""What the gateway keeps running: platform connections per bot, and ``hubbub up``'s worker.
 
 Listeners (Telegram long polling, the Discord gateway, Slack Socket Mode) run as tasks and
 are restarted with back-off when they fail; webhook handlers are looked up by the route.
+The worker child of ``hubbub up`` is restarted the same way whenever it exits.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import signal
+import subprocess
+import threading
+import time
 
 from fastapi.concurrency import run_in_threadpool
 
@@ -30,7 +35,13 @@ PLATFORMS = ("telegram", "discord", "slack")
 RESTART_BASE_SECONDS = 1.0
 RESTART_MAX_SECONDS = 60.0
 HEALTHY_AFTER_SECONDS = 60.0
-"""A listener that ran this long before failing restarts its back-off from the start."""
+"""A listener or worker that ran this long before failing restarts its back-off from the start."""
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds to wait before the ``failures``-th restart in a row (doubling, jittered)."""
+    delay = min(RESTART_BASE_SECONDS * 2 ** (failures - 1), RESTART_MAX_SECONDS)
+    return float(delay * random.uniform(0.8, 1.2))
 
 
 def bot_path_id(config: BotConfig) -> str:
@@ -125,8 +136,7 @@ class PlatformSupervisor:
             except Exception:
                 ran = asyncio.get_running_loop().time() - started
                 failures = 1 if ran > HEALTHY_AFTER_SECONDS else failures + 1
-                delay = min(RESTART_BASE_SECONDS * 2 ** (failures - 1), RESTART_MAX_SECONDS)
-                delay *= random.uniform(0.8, 1.2)
+                delay = restart_delay(failures)
                 metrics.ERRORS.labels(f"{config.platform}_listener").inc()
                 log.exception(
                     "platform listener failed, restarting",
@@ -150,3 +160,65 @@ class PlatformSupervisor:
             except Exception:
                 log.warning("webhook handler shutdown failed", exc_info=True)
         self._webhooks.clear()
+
+
+class WorkerSupervisor:
+    """Runs the worker process of ``hubbub up`` and starts it again whenever it exits.
+
+    A worker exits non-zero when it cannot carry on (and zero only when told to stop);
+    either way, while the gateway runs, messages need a worker, so it is restarted with
+    back-off. ``stop`` sends SIGTERM (running turns finish) and waits for the grace period.
+    """
+
+    def __init__(self, command: list[str], *, grace_seconds: float) -> None:
+        self._command = command
+        self._grace_seconds = grace_seconds
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._run, name="hubbub-worker-supervisor")
+
+    def start(self) -> None:
+        """Start the worker and watch it from a background thread."""
+        self._thread.start()
+
+    def _spawn(self) -> subprocess.Popen[bytes] | None:
+        with self._lock:
+            if self._stopping.is_set():
+                return None
+            self._child = subprocess.Popen(self._command)  # noqa: S603 (our own command line)
+        log.info("worker started", extra={"pid": self._child.pid})
+        return self._child
+
+    def _run(self) -> None:
+        failures = 0
+        while (child := self._spawn()) is not None:
+            started = time.monotonic()
+            code = child.wait()
+            if self._stopping.is_set():
+                return
+            ran = time.monotonic() - started
+            failures = 1 if ran > HEALTHY_AFTER_SECONDS else failures + 1
+            delay = restart_delay(failures)
+            metrics.ERRORS.labels("worker_exit").inc()
+            log.warning(
+                "worker exited, restarting",
+                extra={"pid": child.pid, "exit_code": code, "delay_seconds": round(delay, 1)},
+            )
+            if self._stopping.wait(delay):
+                return
+
+    def stop(self) -> None:
+        """Stop the worker (SIGTERM, then SIGKILL after the grace period) and stop watching."""
+        with self._lock:
+            self._stopping.set()
+            child = self._child
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=self._grace_seconds + 10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        if self._thread.is_alive():
+            self._thread.join()

@@ -9,6 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from celery import Celery
+from celery.app.amqp import AMQP
+from kombu.connection import Connection
 from kombu.transport import redis as kombu_redis
 
 from agent_core.config import Settings
@@ -46,6 +48,30 @@ class RedisTransport(kombu_redis.Transport):
     Channel = RedisChannel
 
 
+class BrokerConnection(Connection):
+    """kombu's connection, whose transport still knows the broker after ``collect()``.
+
+    When a worker loses the broker, Celery 5.7 (``Consumer.on_connection_error_after_
+    connected``) first ``collect()``s the connection, which detaches its transport
+    (``transport.client = None``), and then ``close()``s it. A Redis channel whose first
+    close was cut short by the dead socket is closed again then: it drops its pool and
+    restores its unacknowledged messages through a new one, built from
+    ``transport.client.hostname``: an ``AttributeError`` that Celery treats as
+    unrecoverable, so the worker stopped. Keeping the transport's link to this connection
+    lets that restore reach the broker; the transport itself is still let go. Every
+    Redis transport (ours, kombu's own for TLS and Sentinel) goes through here.
+    """
+
+    def _do_close_transport(self) -> None:
+        self._transport = None
+
+
+class BrokerAMQP(AMQP):  # type: ignore[misc]
+    """Celery's AMQP helpers, opening :class:`BrokerConnection` connections."""
+
+    Connection = BrokerConnection
+
+
 def _transport_for(broker_url: str | None) -> type[RedisTransport] | None:
     """Our transport for plain ``redis://`` URLs; kombu's own for TLS and Sentinel."""
     return RedisTransport if urlsplit(broker_url or "").scheme == "redis" else None
@@ -58,7 +84,7 @@ def create_celery(settings: Settings) -> Celery:
     keeps a busy worker from hoarding tasks; the visibility timeout is longer than the
     longest turn so Redis does not hand a running task to a second worker.
     """
-    app = Celery("hubbub", broker=settings.redis_url, include=["workers.tasks"])
+    app = Celery("hubbub", broker=settings.redis_url, include=["workers.tasks"], amqp=BrokerAMQP)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -76,6 +102,9 @@ def create_celery(settings: Settings) -> Celery:
         worker_pool="threads",
         worker_concurrency=settings.worker_concurrency,
         worker_send_task_events=False,
+        # A turn running when the broker connection drops finishes and delivers its reply;
+        # its redelivered task finds the message answered.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         enable_utc=True,
     )
     return app

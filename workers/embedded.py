@@ -18,7 +18,7 @@ from agent_core.db.engine import transaction
 from agent_core.db.models import SessionLock
 from agent_core.sessions import lock
 from workers.runtime import Runtime
-from workers.sweeper import sweep
+from workers.sweeper import sweep_until
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +89,15 @@ class EmbeddedRunner:
         return self._runtime.turns.compact(session_id, Trigger(trigger)).outcome
 
     def _sweep_loop(self) -> None:
-        interval = self._runtime.settings.sweep_interval_seconds
-        while True:
-            try:
-                sweep(self._runtime.factory, self, self._runtime.delivery, idle=self._runtime.idle)
-            except Exception:
-                log.exception("sweep failed")
-            if self._closing.wait(interval):
-                return
+        rt = self._runtime
+        sweep_until(
+            self._closing,
+            rt.settings.sweep_interval_seconds,
+            rt.factory,
+            self,
+            rt.delivery,
+            idle=rt.idle,
+        )
 
     def stop(self, grace_seconds: float) -> None:
         """Answer what was accepted (up to ``grace_seconds``), then stop after running turns.

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+import logging
+
+from prometheus_client import Counter, Histogram, start_http_server
+
+log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -51,3 +55,24 @@ UNSETTLED_SENDS = Counter(
     "outbox entry).",
     ["platform", "outcome"],
 )
+
+
+def serve(port: int, host: str) -> bool:
+    """Serve /metrics on ``port``; a port already taken is a warning, not a failure.
+
+    Two workers on one host with the same ``HUBBUB_WORKER_METRICS_PORT`` both run; only
+    the first serves metrics there.
+    """
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        log.warning(
+            "worker metrics not served: port %s on %s is unavailable (%s); set "
+            "HUBBUB_WORKER_METRICS_PORT to a free port for each worker, or 0 to turn it off",
+            port,
+            host,
+            exc.strerror or exc,
+            extra={"port": port},
+        )
+        return False
+    return True

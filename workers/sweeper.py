@@ -7,6 +7,7 @@ harmless: drains are serialised by the session lease and deliveries by their cla
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -74,3 +75,33 @@ def sweep(
             extra={"sessions": len(sessions), "replies": len(replies), "interrupted": interrupted},
         )
     return len(sessions), len(replies)
+
+
+def sweep_until(
+    stop: threading.Event,
+    interval: float,
+    factory: sessionmaker[Session],
+    dispatcher: Dispatcher,
+    delivery: DeliveryService,
+    *,
+    idle: IdleCompaction | None = None,
+) -> None:
+    """Sweep now and then every ``interval`` seconds until ``stop`` is set.
+
+    A failed sweep (the database or the broker is down) is retried at the next interval;
+    the first failure of a run is logged with its traceback, the recovery once.
+    """
+    failing = False
+    while True:
+        try:
+            sweep(factory, dispatcher, delivery, idle=idle)
+        except Exception:
+            if not failing:
+                log.exception("sweep failed, retrying", extra={"interval_seconds": interval})
+            failing = True
+        else:
+            if failing:
+                log.info("sweep recovered")
+            failing = False
+        if stop.wait(interval):
+            return

@@ -7,14 +7,14 @@ import threading
 from typing import Any
 
 from celery import signals
-from prometheus_client import start_http_server
 
 from agent_core.compaction.triggers import Trigger
 from agent_core.logs import configure_logging
+from workers import metrics
 from workers.app import app
 from workers.broker import COMPACT_TASK, DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
 from workers.runtime import Runtime
-from workers.sweeper import sweep
+from workers.sweeper import sweep_until
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,8 @@ def compact_session(session_id: str, trigger: str = Trigger.BACKGROUND) -> str:
 
 def _sweep_loop() -> None:
     rt = runtime()
-    while not _sweeper_stop.wait(rt.settings.sweep_interval_seconds):
-        try:
-            sweep(rt.factory, rt.dispatcher, rt.delivery, idle=rt.idle)
-        except Exception:
-            log.exception("sweep failed")
+    interval = rt.settings.sweep_interval_seconds
+    sweep_until(_sweeper_stop, interval, rt.factory, rt.dispatcher, rt.delivery, idle=rt.idle)
 
 
 @signals.setup_logging.connect
@@ -70,11 +67,12 @@ def _setup_logging(**_: Any) -> None:
 
 @signals.worker_ready.connect
 def _on_ready(**_: Any) -> None:
+    # The sweeper first: it is the safety net for lost doorbells, whatever fails below (a
+    # failing signal handler is only logged by Celery, and the worker runs on without it).
+    threading.Thread(target=_sweep_loop, name="hubbub-sweep", daemon=True).start()
     rt = runtime()
     if rt.settings.worker_metrics_port:
-        start_http_server(rt.settings.worker_metrics_port, addr=rt.settings.host)
-    sweep(rt.factory, rt.dispatcher, rt.delivery, idle=rt.idle)
-    threading.Thread(target=_sweep_loop, name="hubbub-sweep", daemon=True).start()
+        metrics.serve(rt.settings.worker_metrics_port, rt.settings.host)
     log.info("worker ready", extra={"concurrency": rt.settings.worker_concurrency})
 
 

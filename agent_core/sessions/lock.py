@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 TURN = "turn"
 COMPACTION = "compaction"
+RENEWALS_PER_LEASE = 4
+"""A held lease is renewed this many times per lease period (an 8 s lease every 2 s)."""
 
 
 def owner_identity() -> str:
@@ -160,7 +162,8 @@ class LeaseKeeper:
         return self._lost.is_set()
 
     def _run(self) -> None:
-        interval = max(self._args[4] / 3, 0.05)
+        # Four renewals per lease: three in a row may fail (a database blip) before it lapses.
+        interval = max(self._args[4] / RENEWALS_PER_LEASE, 0.05)
         while not self._stop.wait(interval):
             try:
                 if not renew(*self._args):

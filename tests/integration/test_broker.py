@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_core.config import Settings
-from workers.broker import QUEUE, RedisChannel, RedisTransport, create_celery
+from workers.broker import QUEUE, BrokerConnection, RedisChannel, RedisTransport, create_celery
 
 
 def test_plain_redis_urls_use_the_client_keeping_transport(redis_url: str) -> None:
@@ -20,6 +20,17 @@ def test_tls_and_sentinel_urls_keep_kombus_own_transport() -> None:
     for url in ("rediss://127.0.0.1:6380/0", "sentinel://127.0.0.1:26379/0"):
         app = create_celery(Settings(redis_url=url))
         assert app.conf.broker_transport is None
+
+
+def test_every_broker_url_gets_connections_that_outlive_collect() -> None:
+    for url in (
+        "redis://127.0.0.1:6379/0",
+        "rediss://127.0.0.1:6380/0",
+        "sentinel://127.0.0.1:26379/0",
+    ):
+        app = create_celery(Settings(redis_url=url))
+        assert isinstance(app.connection_for_read(), BrokerConnection)
+        assert isinstance(app.connection_for_write(), BrokerConnection)
 
 
 def test_a_replaced_pool_gets_a_new_client(redis_url: str) -> None:
