@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from gateway.errors import install_error_handlers
-from gateway.routes import health, webchat, webhooks
+from gateway.routes import admin, health, webchat, webhooks
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
@@ -81,4 +81,5 @@ def create_app(
     app.include_router(health.router)
     app.include_router(webchat.router)
     app.include_router(webhooks.router)
+    admin.install(app)
     return app
