@@ -369,9 +369,68 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     assert response.status_code == 200, response.text
     assert client.get(url, headers=auth).json() == new
     assert client.put(url, json=new | {"model": "x"}, headers=auth).status_code == 422
+    (event,) = client.get(f"{PREFIX}/tenants/{DEFAULT_TENANT_ID}/audit", headers=auth).json()
+    assert (event["action"], event["actor"]) == ("settings.update", admin[:12])
+    assert event["before"]["persona"] is None
+    assert event["after"] == new
 
     fake_llm.reset()
     post_accepted(client, "persona-check", "who are you?", user="ann")
     wait_replies(client, "persona-check", 2)
     system = fake_llm.chat_requests()[-1]["messages"][0]["content"]
     assert "You are Quillon, the lighthouse keeper." in system
+
+
+def test_sessions_show_gauge_compactions_archive_and_restore_is_audited(
+    gateway: GatewayServer, client: httpx.Client
+) -> None:
+    with transaction(gateway.runtime.factory) as db:
+        acme = _seed(db, "acme")
+    auth = {"Authorization": f"Bearer {acme.keys['admin']}"}
+    base = f"{PREFIX}/tenants/acme/sessions"
+
+    listed = client.get(base, params={"platform": "telegram", "chat": "acme-chat"}, headers=auth)
+    assert [s["id"] for s in listed.json()] == [acme.session_id]
+    assert client.get(base, params={"chat": "elsewhere"}, headers=auth).json() == []
+
+    detail = client.get(f"{base}/{acme.session_id}", headers=auth).json()
+    gauge = detail["gauge"]
+    assert gauge["stored_tokens"] == 12
+    assert gauge["window"] == 128000
+    assert 0 < gauge["threshold"] < gauge["hygiene"] < gauge["window"]
+    assert gauge["compaction_count"] == 1
+
+    (compaction,) = client.get(f"{base}/{acme.session_id}/compactions", headers=auth).json()
+    assert (compaction["tokens_before"], compaction["tokens_after"]) == (100, 20)
+    assert "+acme-summary" in compaction["summary_diff"]
+    found = client.get(f"{base}/{acme.session_id}/archive", params={"q": "archived"}, headers=auth)
+    assert [m["content"] for m in found.json()] == ["acme-archived-words"]
+
+    restored = client.post(f"{base}/{acme.session_id}/restore", headers=auth)
+    assert restored.status_code == 200, restored.text
+    assert restored.json() == {"compaction_id": compaction["id"], "messages_back": 1}
+    messages = client.get(f"{base}/{acme.session_id}/messages", headers=auth).json()
+    assert [m["archived"] for m in messages] == [False, False]
+    again = client.post(f"{base}/{acme.session_id}/restore", headers=auth).json()
+    assert again == {"compaction_id": None, "messages_back": 0}
+
+    memory = client.get(f"{PREFIX}/tenants/acme/memory", headers=auth).json()
+    assert [m["content"] for m in memory] == ["acme-fact"]
+
+    made = client.post(f"{PREFIX}/tenants/acme/keys", json={"scope": "read"}, headers=auth)
+    assert made.status_code == 201, made.text
+    new_key = made.json()["key"]
+    listed_keys = client.get(f"{PREFIX}/tenants/acme/keys", headers=auth).text
+    assert new_key[:12] in listed_keys
+    assert new_key not in listed_keys
+    read = {"Authorization": f"Bearer {new_key}"}
+    assert client.get(f"{base}/{acme.session_id}", headers=read).status_code == 200
+    refused = client.post(f"{base}/{acme.session_id}/restore", headers=read)
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "this key is read-only"}
+    revoked = client.delete(f"{PREFIX}/tenants/acme/keys/{new_key[:12]}", headers=auth)
+    assert revoked.json()["revoked_at"] is not None
+    assert client.get(base, headers=read).status_code == 401
+
+    actions = [e["action"] for e in client.get(f"{PREFIX}/tenants/acme/audit", headers=auth).json()]
+    assert actions == ["key.revoke", "key.create", "session.restore"]
