@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
@@ -112,8 +112,11 @@ def create(db: Session, *, tenant_id: str | None, scope: str) -> CreatedKey:
     return CreatedKey(key=key, secret=secret)
 
 
-def verify(db: Session, secret: str, *, now: datetime | None = None) -> Caller | None:
-    """The caller ``secret`` belongs to, or ``None`` for an unknown, wrong or revoked key."""
+def identify(db: Session, secret: str) -> tuple[Caller, datetime | None] | None:
+    """The caller ``secret`` belongs to and when the key was last used; reads only.
+
+    ``None`` for an unknown, wrong or revoked key.
+    """
     if not secret.startswith(KEY_MARK) or len(secret) <= PREFIX_LENGTH:
         return None
     key = KeyRepository.from_session(db).get_by_prefix(secret[:PREFIX_LENGTH])
@@ -121,11 +124,32 @@ def verify(db: Session, secret: str, *, now: datetime | None = None) -> Caller |
         return None
     if key.revoked_at is not None:
         return None
+    return Caller(
+        prefix=key.prefix, tenant_id=key.tenant_id, scope=Scope(key.scope)
+    ), key.last_used_at
+
+
+def is_stale(last_used_at: datetime | None, now: datetime) -> bool:
+    """Whether ``last_used_at`` is due to be written again."""
+    return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
+
+
+def touch(db: Session, prefix: str, now: datetime) -> None:
+    """Record that the key named ``prefix`` was used at ``now``."""
+    db.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(last_used_at=now))
+
+
+def verify(db: Session, secret: str, *, now: datetime | None = None) -> Caller | None:
+    """:func:`identify`, recording the use (at most once a minute)."""
+    found = identify(db, secret)
+    if found is None:
+        return None
+    caller, last_used_at = found
     now = now or utcnow()
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-        key.last_used_at = now
-        db.flush()
-    return Caller(prefix=key.prefix, tenant_id=key.tenant_id, scope=Scope(key.scope))
+    if is_stale(last_used_at, now):
+        touch(db, caller.prefix, now)
+        db.expire_all()
+    return caller
 
 
 def revoke(db: Session, prefix: str, *, tenant_id: str | None = None) -> ApiKey | None:

@@ -10,6 +10,7 @@ are blocking.
 from __future__ import annotations
 
 import difflib
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -25,12 +26,15 @@ from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.compaction.service import restore_latest
 from agent_core.crypto import CredentialBox, load_or_create_key
+from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import Bot, ChatSession, Compaction, Message, Tenant
 from agent_core.errors import ConfigError, InvalidInput
 from agent_core.tenancy.service import PLATFORMS, TRIGGER_MODES, add_bot
 from gateway.dependencies import get_runtime
 from workers.runtime import Runtime, compaction_lines
+
+log = logging.getLogger(__name__)
 
 PREFIX = "/api/admin/v1"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -84,10 +88,19 @@ def authenticate(
     """The caller behind the bearer key; refuses writes with a read key."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise _unauthorized("an admin API key is required: Authorization: Bearer hbk_…")
-    with transaction(runtime.factory) as db:
-        caller = keys.verify(db, credentials.credentials)
-    if caller is None:
+    with read_transaction(runtime.factory) as db:
+        found = keys.identify(db, credentials.credentials)
+    if found is None:
+        log.warning(
+            "admin request refused: unknown or revoked key", extra={"path": request.url.path}
+        )
         raise _unauthorized("unknown or revoked API key")
+    caller, last_used_at = found
+    now = utcnow()
+    if keys.is_stale(last_used_at, now):
+        # Bookkeeping only: a use lost in a database crash is harmless.
+        with transaction(runtime.factory, durable=False) as db:
+            keys.touch(db, caller.prefix, now)
     if request.method in WRITE_METHODS and caller.scope is keys.Scope.READ:
         raise AdminError(403, "this key is read-only")
     return caller

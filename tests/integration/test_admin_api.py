@@ -428,6 +428,12 @@ def test_sessions_show_gauge_compactions_archive_and_restore_is_audited(
     refused = client.post(f"{base}/{acme.session_id}/restore", headers=read)
     assert refused.status_code == 403
     assert refused.json() == {"error": "this key is read-only"}
+    (used,) = [
+        k
+        for k in client.get(f"{PREFIX}/tenants/acme/keys", headers=auth).json()
+        if k["prefix"] == new_key[:12]
+    ]
+    assert used["last_used_at"] is not None
     revoked = client.delete(f"{PREFIX}/tenants/acme/keys/{new_key[:12]}", headers=auth)
     assert revoked.json()["revoked_at"] is not None
     assert client.get(base, headers=read).status_code == 401
