@@ -13,7 +13,7 @@ from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
-from gateway.routes import health, webchat, webhooks
+from gateway.routes import admin, health, webchat, webhooks
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
@@ -85,4 +85,5 @@ def create_app(
     app.include_router(health.router, responses=every_route)
     app.include_router(webchat.router, responses=every_route)
     app.include_router(webhooks.router, responses=every_route)
+    admin.install(app, responses=every_route)
     return app

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from agent_core.config import Settings, load_settings
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.logs import configure_logging
-from gateway import admin_cli, sessions_cli
+from gateway import admin_cli, keys_cli, sessions_cli
 
 if TYPE_CHECKING:
     from gateway.supervisor import WorkerSupervisor
@@ -173,6 +173,7 @@ def _command_settings(ctx: typer.Context) -> None:
 app.add_typer(sessions_cli.app, name="sessions", callback=_command_settings)
 app.add_typer(admin_cli.tenants, name="tenants", callback=_command_settings)
 app.add_typer(admin_cli.bots, name="bots", callback=_command_settings)
+app.add_typer(keys_cli.app, name="keys", callback=_command_settings)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """One table per module; importing this package registers them all on ``Base.metadata``."""
 
+from agent_core.db.models.api_key import ApiKey
+from agent_core.db.models.audit_event import AuditEvent
 from agent_core.db.models.bot import Bot
 from agent_core.db.models.compaction import Compaction
 from agent_core.db.models.lock import SessionLock
@@ -13,6 +15,8 @@ from agent_core.db.models.tool_result import StoredToolResult
 
 __all__ = (
     "DEFAULT_TENANT_ID",
+    "ApiKey",
+    "AuditEvent",
     "Bot",
     "ChatSession",
     "Compaction",

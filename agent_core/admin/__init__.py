@@ -1,0 +1,1 @@
+"""The admin API's domain: scoped API keys and the audit log."""
