@@ -32,6 +32,7 @@ from agent_core.db.models import Bot, ChatSession, Compaction, Message, Tenant
 from agent_core.errors import ConfigError, InvalidInput
 from agent_core.tenancy.service import PLATFORMS, TRIGGER_MODES, add_bot
 from gateway.dependencies import get_runtime
+from gateway.errors import documented
 from workers.runtime import Runtime, compaction_lines
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,9 @@ DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 
 bearer = HTTPBearer(auto_error=False, description="An admin API key: hbk_…")
-router = APIRouter(prefix=PREFIX, tags=["admin"])
+# Every admin route checks the key (401), its scope (403) and the tenant (404), validates its
+# input (422) and reads the database (503 while it is down).
+router = APIRouter(prefix=PREFIX, tags=["admin"], responses=documented(401, 403, 404, 422, 503))
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 TenantId = Annotated[str, Path(max_length=64)]

@@ -33,6 +33,10 @@ PATH_VALUES: dict[str, list[str]] = {
     "conversation_id": ["c-1", "never-used", "bad id!"],
     "platform": ["slack", "telegram"],
     "bot_id": ["default", "nobody"],
+    "tenant": ["default", "nobody"],
+    "bot": ["default"],
+    "session_id": ["s-1"],
+    "prefix": ["hbk_nothing"],
 }
 BODIES: list[bytes | None] = [
     None,
