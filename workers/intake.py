@@ -7,6 +7,7 @@ message survives a broker restart or a crash: the sweeper finds it and rings aga
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -124,12 +125,27 @@ class Intake:
             inbound.platform, "duplicate" if result.duplicate else "accepted"
         ).inc()
         if result.triggers:
-            self._dispatcher.kick_session(result.session_id)
+            self._ring(self._dispatcher.kick_session, result.session_id)
         elif not result.duplicate and self._background is not None:
             previous = result.active_tokens - result.message_tokens
             if self._background.should_ring(result.active_tokens, previous, result.active_count):
-                self._dispatcher.kick_compaction(result.session_id)
+                self._ring(self._dispatcher.kick_compaction, result.session_id)
         return Accepted(result.message_id, result.session_id, result.duplicate, result.triggers)
+
+    @staticmethod
+    def _ring(kick: Callable[[str], None], session_id: str) -> None:
+        """Ring the doorbell for a stored message; a failed ring only delays its turn.
+
+        The message is committed already, so the sender is told it was accepted: answering
+        an error would make it retry and hear "duplicate". The sweeper rings again.
+        """
+        try:
+            kick(session_id)
+        except Exception as exc:  # any broker failure: the work is durable in the database
+            log.warning(
+                "doorbell failed; the sweeper will ring again",
+                extra={"session_id": session_id, "error": type(exc).__name__},
+            )
 
     def _allowed(self, bot: BotRecord, inbound: InboundMessage) -> bool:
         config = self._bots.config(bot.id)
