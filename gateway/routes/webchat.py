@@ -135,7 +135,12 @@ async def post_message(
         command_args=command[1] if command else "",
     )
     accepted = await run_in_threadpool(runtime.intake.accept, inbound)
-    assert accepted is not None, "web chat messages are never ignored"
+    if accepted is None:
+        # The only reason intake ignores a web chat message: the bot's allowlists.
+        return JSONResponse(
+            {"error": "this sender or conversation is not on the bot's allowlist"},
+            status_code=403,
+        )
     result = Accepted(
         id=str(accepted.message_id), conversation_id=conversation_id, duplicate=accepted.duplicate
     )
