@@ -159,8 +159,15 @@ class Intake:
         return not (config.allow_chats and inbound.chat_id not in config.allow_chats)
 
     def _incoming(self, bot: BotRecord, inbound: InboundMessage) -> IncomingMessage:
+        triggers = should_trigger(
+            inbound, trigger_mode=bot.trigger_mode, answer_bots=bot.answer_bots
+        )
+        # An unknown command asked of the bot is answered "unknown command", never sent to
+        # the model; one it was not asked (another bot's, in a group) stays context.
         command = (
-            inbound.command.lower() if inbound.command and is_command(inbound.command) else None
+            inbound.command.lower()
+            if inbound.command and (is_command(inbound.command) or triggers)
+            else None
         )
         meta = dict(inbound.meta)
         if command is not None:
@@ -178,9 +185,7 @@ class Intake:
             platform_message_id=inbound.message_id,
             sender_id=inbound.sender_id,
             sender_name=inbound.sender_name,
-            triggers=should_trigger(
-                inbound, trigger_mode=bot.trigger_mode, answer_bots=bot.answer_bots
-            ),
+            triggers=triggers,
             is_command=command is not None,
             reply_to_platform_id=inbound.reply_to_message_id,
             meta=meta,
