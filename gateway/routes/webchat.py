@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field
 
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
+from adapters.webchat.formatting import to_html
 from adapters.webchat.ids import message_key
 from agent_core.db.engine import transaction
-from agent_core.db.models import DEFAULT_TENANT_ID, Message, TurnState
+from agent_core.db.models import DEFAULT_TENANT_ID, Message, MessageKind, TurnState
 from agent_core.errors import UnknownConversation
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation as ConversationKey
@@ -72,6 +73,8 @@ class ChatLine(BaseModel):
     created_at: datetime
     kind: str
     user: str | None = None
+    html: str | None = None
+    """An assistant reply's Markdown as safe HTML (no raw HTML, images or unsafe links)."""
 
 
 class ConversationView(BaseModel):
@@ -170,13 +173,16 @@ async def post_message(
 
 
 def _line(message: Message) -> ChatLine:
+    text = message.content or ""
+    reply = message.role == "assistant" and message.kind == MessageKind.CHAT
     return ChatLine(
         id=str(message.id),
         role=message.role,
-        text=message.content or "",
+        text=text,
         created_at=message.created_at,
         kind=message.kind,
         user=message.speaker_name,
+        html=to_html(text) if reply else None,
     )
 
 

@@ -51,6 +51,8 @@ class TestTurn:
         assert [m["role"] for m in lines] == ["user", "assistant"]
         assert lines[0]["id"] == accepted["id"]
         assert {"id", "role", "text", "created_at"} <= set(lines[1])
+        assert lines[1]["html"] == f"<p>{reply['text']}</p>\n"
+        assert lines[0]["html"] is None
         (request,) = fake_llm.chat_requests()
         assert request["model"] == "fake-model"
         assert request["messages"][0]["role"] == "system"
