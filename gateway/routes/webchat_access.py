@@ -69,9 +69,10 @@ class Browser:
 class BrowserCookies:
     """Signs and checks the public web chat cookie (HMAC-SHA256 over the browser id)."""
 
-    def __init__(self, key: bytes, *, max_age_seconds: int) -> None:
+    def __init__(self, key: bytes, *, max_age_seconds: int, https: bool = False) -> None:
         self._key = key
         self._max_age = max_age_seconds
+        self._https = https
 
     @classmethod
     def for_settings(cls, settings: Settings, secret_key: bytes) -> BrowserCookies:
@@ -80,7 +81,11 @@ class BrowserCookies:
             key = settings.webchat_secret.get_secret_value().encode()
         else:
             key = hmac.new(secret_key, COOKIE_KEY_CONTEXT, hashlib.sha256).digest()
-        return cls(key, max_age_seconds=settings.webchat_cookie_days * 86_400)
+        return cls(
+            key,
+            max_age_seconds=settings.webchat_cookie_days * 86_400,
+            https=(settings.public_url or "").startswith("https://"),
+        )
 
     def _signature(self, browser_id: str) -> str:
         mac = hmac.new(self._key, browser_id.encode(), hashlib.sha256).digest()
@@ -97,7 +102,11 @@ class BrowserCookies:
         return Browser(secrets.token_urlsafe(BROWSER_ID_BYTES), fresh=True)
 
     def set_cookie(self, response: Response, request: Request, browser: Browser) -> None:
-        """Give a freshly made browser id to the browser (HttpOnly, SameSite=Lax)."""
+        """Give a freshly made browser id to the browser (HttpOnly, SameSite=Lax).
+
+        ``Secure`` when the request came over HTTPS, or the public URL is HTTPS (a proxy
+        in front terminates TLS).
+        """
         assert browser.id is not None, "only public browsers carry a cookie"
         response.set_cookie(
             COOKIE_NAME,
@@ -106,5 +115,5 @@ class BrowserCookies:
             path=COOKIE_PATH,
             httponly=True,
             samesite="lax",
-            secure=request.url.scheme == "https",
+            secure=self._https or request.url.scheme == "https",
         )

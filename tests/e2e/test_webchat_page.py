@@ -170,3 +170,34 @@ def test_an_unreachable_gateway_is_shown_and_the_text_kept(
     page.click("#send")
     expect(page.locator(".msg.assistant")).to_have_text("echo: are you there?")
     expect(page.locator("#text")).to_have_value("")
+
+
+def test_in_public_mode_each_browser_sees_only_its_own_conversation(
+    browser: Browser,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=fake_llm, webchat="public")
+    gateway = gateway_factory(settings_from_env(env))
+    url = f"{gateway.base_url}/?c=same-link"
+    contexts = [browser.new_context(), browser.new_context()]
+    try:
+        ann, bob = (context.new_page() for context in contexts)
+        ann.goto(url)
+        ann.fill("#text", "ann's question")
+        ann.click("#send")
+        expect(ann.locator(".msg.assistant")).to_have_text("echo: ann's question")
+        assert ann.evaluate("document.cookie") == ""  # HttpOnly: scripts never see it
+        bob.goto(url)
+        bob.fill("#text", "bob's question")
+        bob.click("#send")
+        expect(bob.locator(".msg.assistant")).to_have_text("echo: bob's question")
+        expect(bob.locator(".msg")).to_have_count(2)
+        ann.reload()
+        expect(ann.locator(".msg")).to_have_count(2)
+        expect(ann.locator(".msg.user")).to_have_text("ann's question")
+    finally:
+        for context in contexts:
+            context.close()

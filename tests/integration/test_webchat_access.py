@@ -126,6 +126,11 @@ class TestPublic:
         assert "set-cookie" not in again.headers
         assert conversation(client, "mine")[0]["text"] == "hello"
 
+    def test_the_cookie_is_secure_behind_an_https_public_url(self, start: Start) -> None:
+        client = start(webchat="public", public_url="https://chat.example.org")
+        response = post_message(client, "mine", "hello")
+        assert "Secure" in response.headers["set-cookie"]
+
     def test_another_browser_cannot_read_or_join_a_conversation(self, start: Start) -> None:
         ann = start(webchat="public")
         post_message(ann, "shared-id", "ann's secret", user="ann")
