@@ -2,8 +2,13 @@
 # Hubbub: one image for `hubbub gateway` (the default), `hubbub worker` and `hubbub migrate`.
 #
 #   docker build -t hubbub:0.1.0 .
-#   docker run --rm -p 8080:8080 -e HUBBUB_MODEL=openai/gpt-4o-mini -e OPENAI_API_KEY=sk-... \
+#   docker run --rm -p 127.0.0.1:8080:8080 -e HUBBUB_WEBCHAT=public \
+#     -e HUBBUB_MODEL=openai/gpt-4o-mini -e OPENAI_API_KEY=sk-... \
 #     hubbub:0.1.0 up          # everything in one container on embedded SQLite (one machine only)
+#
+# Through Docker's port mapping the browser is not a loopback client of the container, so
+# the web chat's default mode (`local`) would hide it: `public` gives each browser its own
+# conversations (see README, "Web chat").
 #
 # The migrations (alembic/, alembic.ini) are read from the source tree, so the source stays
 # in /app and Hubbub is installed from it in editable mode.

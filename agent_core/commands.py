@@ -160,13 +160,25 @@ def is_command(name: str | None) -> bool:
     return name is not None and name.lower() in COMMANDS
 
 
+def unknown_command_reply(name: str) -> str:
+    """What a person who typed ``/name`` is told when Hubbub has no such command."""
+    known = " ".join(f"/{command}" for command in COMMANDS)
+    return f"Unknown command /{name} — commands: {known} (/help says what they do)."
+
+
 def run_command(name: str, ctx: CommandContext) -> str:
     """Answer a command that needs no model call; the text is the reply shown to the user.
 
+    A name Hubbub does not know is answered with the list of those it does: a command is
+    never passed to the model as text.
+
     Raises:
-        KeyError: ``name`` is not such a command (``/compress`` is run by the turn runner).
+        KeyError: ``name`` is run by the turn runner (``/compress``), not here.
     """
-    handler = COMMANDS[name.lower()][1]
+    entry = COMMANDS.get(name.lower())
+    if entry is None:
+        return unknown_command_reply(name)
+    handler = entry[1]
     if handler is None:
         raise KeyError(name)
     return handler(ctx)

@@ -90,6 +90,13 @@ CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 TriggerMode = Literal["mention", "all", "commands"]
 CacheTTL = Literal["5m", "1h"]
 TelegramMode = Literal["auto", "webhook", "polling"]
+WebchatMode = Literal["off", "local", "public"]
+
+DEFAULT_WEBCHAT_MODE: WebchatMode = "local"
+"""Loopback only: safe on a laptop, invisible behind any public listener."""
+DEFAULT_INTERNAL_HOST = "127.0.0.1"
+DEFAULT_WEBCHAT_COOKIE_DAYS = 365
+"""How long a public web chat browser keeps its conversations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +240,17 @@ class Settings(BaseSettings):
     host: str = DEFAULT_HOST
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     public_url: str | None = None
+    internal_port: int | None = Field(None, ge=1, le=65535)
+    """When set, /docs, /openapi.json and /metrics are served only on this port, not on
+    ``port``: keep them off the public listener."""
+    internal_host: str = DEFAULT_INTERNAL_HOST
+    """Interface of the internal listener (``0.0.0.0`` in a pod, for metrics scraping)."""
+    webchat: WebchatMode = DEFAULT_WEBCHAT_MODE
+    """``off`` (no page, no API), ``local`` (loopback clients only) or ``public`` (each
+    conversation belongs to the browser that started it)."""
+    webchat_secret: SecretStr | None = None
+    """Signs the public web chat's browser cookie; unset: derived from the secret key."""
+    webchat_cookie_days: int = Field(DEFAULT_WEBCHAT_COOKIE_DAYS, ge=1)
     max_message_chars: int = Field(DEFAULT_MAX_MESSAGE_CHARS, gt=0)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
     """Larger request bodies get a 413 before they are read (webhooks before verification)."""
@@ -335,6 +353,14 @@ class Settings(BaseSettings):
                 "is not supported: Hubbub compacts in place and keeps the session id"
             )
         return value
+
+    @model_validator(mode="after")
+    def _check_internal_port(self) -> Settings:
+        if self.internal_port is not None and self.internal_port == self.port:
+            raise ValueError(
+                "HUBBUB_INTERNAL_PORT must differ from HUBBUB_PORT (it is a second listener)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_thresholds(self) -> Settings:

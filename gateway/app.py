@@ -6,14 +6,16 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
+from gateway.listeners import SplitListeners
 from gateway.routes import admin, health, webchat, webhooks
+from gateway.routes.webchat_access import BrowserCookies, only_loopback
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
@@ -55,6 +57,8 @@ def create_app(
             build_runtime, settings, model_factory=model_factory
         )
         app.state.runtime = runtime
+        if settings.webchat == "public":
+            app.state.webchat_cookies = BrowserCookies.for_settings(settings, runtime.secret_key)
         if runner is not None:
             await run_in_threadpool(runner.start)
         supervisor = PlatformSupervisor(runtime)
@@ -66,6 +70,7 @@ def create_app(
                 "database": runtime.engine.dialect.name,
                 "broker": "embedded" if runner is not None else "redis",
                 "model": settings.model,
+                "webchat": settings.webchat,
             },
         )
         try:
@@ -78,12 +83,20 @@ def create_app(
             log.info("gateway stopped")
 
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
+    app.state.webchat_cookies = None
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # Every route reads through the body limit (413) and may meet a malformed request (400).
     every_route = documented(400, 413)
     app.include_router(health.router, responses=every_route)
-    app.include_router(webchat.router, responses=every_route)
+    if settings.webchat == "local":
+        app.include_router(
+            webchat.router, responses=every_route, dependencies=[Depends(only_loopback)]
+        )
+    elif settings.webchat == "public":
+        app.include_router(webchat.router, responses=every_route)
     app.include_router(webhooks.router, responses=every_route)
     admin.install(app, responses=every_route)
+    if settings.internal_port is not None:
+        app.add_middleware(SplitListeners, internal_port=settings.internal_port)
     return app

@@ -42,14 +42,21 @@ def _settings(**overrides: object) -> Settings:
 
 def _serve(settings: Settings) -> None:
     from gateway.app import create_app
+    from gateway.listeners import bind_listeners
 
-    uvicorn.run(
+    try:
+        sockets = bind_listeners(settings)
+    except OSError as exc:
+        typer.secho(f"Cannot listen: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from exc
+    config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
     )
+    uvicorn.Server(config).run(sockets=sockets)
 
 
 def _exit_quietly(_signum: int, _frame: FrameType | None) -> None:
@@ -75,7 +82,15 @@ def up(host: Host = None, port: Port = None) -> None:
             grace_seconds=settings.shutdown_grace_seconds,
         )
         worker.start()
-    typer.echo(f"Hubbub is up: open http://{settings.host}:{settings.port}/ to chat.", err=True)
+    if settings.webchat == "off":
+        typer.echo(f"Hubbub is up on http://{settings.host}:{settings.port}/.", err=True)
+    else:
+        typer.echo(f"Hubbub is up: open http://{settings.host}:{settings.port}/ to chat.", err=True)
+    if settings.internal_port is not None:
+        typer.echo(
+            f"Metrics and API docs: http://{settings.internal_host}:{settings.internal_port}/",
+            err=True,
+        )
     # uvicorn re-raises the SIGTERM it shut down on; exiting through Python instead lets the
     # worker be stopped below rather than orphaned.
     signal.signal(signal.SIGTERM, _exit_quietly)

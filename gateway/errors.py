@@ -10,11 +10,18 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from adapters.base import WebhookVerificationError
 from agent_core.errors import InvalidInput, MessageTooLong, UnknownConversation
 
 log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 5
+"""What a client is told to wait while the database is unreachable."""
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)
+"""The database cannot be reached (down, restarting, pool exhausted): retrying later helps."""
 
 
 class ErrorBody(BaseModel):
@@ -74,3 +81,18 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unverified(_: Request, exc: WebhookVerificationError) -> JSONResponse:
         log.warning("webhook verification failed", extra={"reason": str(exc)})
         return JSONResponse({"error": str(exc)}, status_code=exc.status_code)
+
+    async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # Nothing was stored; platforms and the page retry on a 503.
+        log.warning(
+            "database unavailable",
+            extra={"path": request.url.path, "error": type(exc).__name__},
+        )
+        return JSONResponse(
+            {"error": "the database is unavailable; nothing was stored, retry shortly"},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for error in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(error, _database_unavailable)

@@ -7,6 +7,7 @@ message survives a broker restart or a crash: the sweeper finds it and rings aga
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -124,12 +125,27 @@ class Intake:
             inbound.platform, "duplicate" if result.duplicate else "accepted"
         ).inc()
         if result.triggers:
-            self._dispatcher.kick_session(result.session_id)
+            self._ring(self._dispatcher.kick_session, result.session_id)
         elif not result.duplicate and self._background is not None:
             previous = result.active_tokens - result.message_tokens
             if self._background.should_ring(result.active_tokens, previous, result.active_count):
-                self._dispatcher.kick_compaction(result.session_id)
+                self._ring(self._dispatcher.kick_compaction, result.session_id)
         return Accepted(result.message_id, result.session_id, result.duplicate, result.triggers)
+
+    @staticmethod
+    def _ring(kick: Callable[[str], None], session_id: str) -> None:
+        """Ring the doorbell for a stored message; a failed ring only delays its turn.
+
+        The message is committed already, so the sender is told it was accepted: answering
+        an error would make it retry and hear "duplicate". The sweeper rings again.
+        """
+        try:
+            kick(session_id)
+        except Exception as exc:  # any broker failure: the work is durable in the database
+            log.warning(
+                "doorbell failed; the sweeper will ring again",
+                extra={"session_id": session_id, "error": type(exc).__name__},
+            )
 
     def _allowed(self, bot: BotRecord, inbound: InboundMessage) -> bool:
         config = self._bots.config(bot.id)
@@ -143,8 +159,15 @@ class Intake:
         return not (config.allow_chats and inbound.chat_id not in config.allow_chats)
 
     def _incoming(self, bot: BotRecord, inbound: InboundMessage) -> IncomingMessage:
+        triggers = should_trigger(
+            inbound, trigger_mode=bot.trigger_mode, answer_bots=bot.answer_bots
+        )
+        # An unknown command asked of the bot is answered "unknown command", never sent to
+        # the model; one it was not asked (another bot's, in a group) stays context.
         command = (
-            inbound.command.lower() if inbound.command and is_command(inbound.command) else None
+            inbound.command.lower()
+            if inbound.command and (is_command(inbound.command) or triggers)
+            else None
         )
         meta = dict(inbound.meta)
         if command is not None:
@@ -162,9 +185,7 @@ class Intake:
             platform_message_id=inbound.message_id,
             sender_id=inbound.sender_id,
             sender_name=inbound.sender_name,
-            triggers=should_trigger(
-                inbound, trigger_mode=bot.trigger_mode, answer_bots=bot.answer_bots
-            ),
+            triggers=triggers,
             is_command=command is not None,
             reply_to_platform_id=inbound.reply_to_message_id,
             meta=meta,

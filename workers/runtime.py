@@ -71,7 +71,9 @@ class Runtime:
         self.engine: Engine = create_db_engine(settings.resolved_database_url)
         self.factory: sessionmaker[Session] = make_session_factory(self.engine)
         secret = settings.secret_key.get_secret_value() if settings.secret_key else None
-        box = CredentialBox(load_or_create_key(secret, settings.home))
+        self.secret_key = load_or_create_key(secret, settings.home)
+        """The deployment's Fernet key (configured, or generated under ``home``)."""
+        box = CredentialBox(self.secret_key)
         self.bots = BotDirectory(settings, self.factory, box)
         self.counter = TokenCounter.for_model(settings.model)
         self.delivery = DeliveryService(

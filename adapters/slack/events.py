@@ -73,10 +73,9 @@ def _with_extras(text: str, event: Event) -> str:
 
 
 def _command(text: str) -> tuple[str | None, str]:
+    # Unknown names too: the bot answers "unknown command" rather than the model.
     parsed = parse_command(text)
-    if parsed is None or parsed[0] not in KNOWN_COMMANDS:
-        return None, ""
-    return parsed
+    return parsed if parsed is not None else (None, "")
 
 
 class EventNormaliser:

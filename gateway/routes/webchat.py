@@ -7,7 +7,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field, model_validator
@@ -15,13 +15,16 @@ from pydantic import BaseModel, Field, model_validator
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
 from adapters.text import storable
+from adapters.webchat.formatting import to_html
+from adapters.webchat.ids import message_key
 from agent_core.db.engine import transaction
-from agent_core.db.models import DEFAULT_TENANT_ID, Message, TurnState
+from agent_core.db.models import DEFAULT_TENANT_ID, Message, MessageKind, TurnState
 from agent_core.errors import UnknownConversation
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation as ConversationKey
 from gateway.dependencies import get_runtime
 from gateway.errors import documented
+from gateway.routes.webchat_access import Browser, BrowserCookies
 from workers.bots import ENV_BOT_NAME
 from workers.runtime import Runtime
 
@@ -42,11 +45,16 @@ class PostMessage(BaseModel):
     """A message typed into the web chat."""
 
     text: str = Field(description="the message; commands such as /new and /help work too")
-    user: str | None = Field(None, max_length=128, description="who is typing")
+    user: str | None = Field(
+        None,
+        max_length=128,
+        description="who is typing; in public mode only a display name, never an identity",
+    )
     id: str | None = Field(
         None,
         max_length=128,
-        description="client-chosen message id; sending the same id again is a no-op",
+        description="client-chosen message id; sending it again in the same conversation "
+        "is a no-op",
     )
 
     @model_validator(mode="before")
@@ -73,6 +81,8 @@ class ChatLine(BaseModel):
     created_at: datetime
     kind: str
     user: str | None = None
+    html: str | None = None
+    """An assistant reply's Markdown as safe HTML (no raw HTML, images or unsafe links)."""
 
 
 class ConversationView(BaseModel):
@@ -113,29 +123,45 @@ def status(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Status:
     return Status(model=model, model_configured=model is not None, setup_hint=hint)
 
 
+def _cookies(request: Request) -> BrowserCookies | None:
+    cookies: BrowserCookies | None = request.app.state.webchat_cookies
+    return cookies
+
+
 def _webchat_bot_id(runtime: Runtime) -> int:
     bot = runtime.bots.resolve(DEFAULT_TENANT_ID, PLATFORM, ENV_BOT_NAME)
     assert bot is not None, "the web chat bot always exists"
     return bot.id
 
 
-@router.post("/api/webchat/{conversation_id}/messages", status_code=202, responses=documented(422))
+@router.post(
+    "/api/webchat/{conversation_id}/messages",
+    status_code=202,
+    responses=documented(403, 404, 422, 503),
+)
 async def post_message(
     conversation_id: ConversationId,
     body: PostMessage,
+    request: Request,
     runtime: Annotated[Runtime, Depends(get_runtime)],
+    cookies: Annotated[BrowserCookies | None, Depends(_cookies)],
 ) -> JSONResponse:
     """Accept a message (202); the reply shows up in the conversation listing.
 
-    A repeated ``id`` is accepted again with ``duplicate: true`` and changes nothing.
+    A repeated ``id`` in the same conversation is accepted again with ``duplicate: true``
+    and changes nothing. In public mode the first post of a browser sets its cookie, and a
+    conversation another browser started is not found (404).
     """
+    browser = cookies.browser(request, mint=True) if cookies else Browser(None)
+    assert browser is not None, "a browser is made when the request has none"
+    chat_id = browser.chat_id(conversation_id)
     command = parse_command(body.text)
     inbound = InboundMessage(
         platform=PLATFORM,
-        chat_id=conversation_id,
+        chat_id=chat_id,
         chat_type="private",
-        message_id=body.id or uuid.uuid4().hex,
-        sender_id=body.user,
+        message_id=message_key(chat_id, body.id or uuid.uuid4().hex),
+        sender_id=body.user if browser.id is None else browser.id,
         sender_name=body.user,
         text=body.text,
         addressed=True,
@@ -143,40 +169,57 @@ async def post_message(
         command_args=command[1] if command else "",
     )
     accepted = await run_in_threadpool(runtime.intake.accept, inbound)
-    assert accepted is not None, "web chat messages are never ignored"
+    if accepted is None:
+        # The only reason intake ignores a web chat message: the bot's allowlists.
+        return JSONResponse(
+            {"error": "this sender or conversation is not on the bot's allowlist"},
+            status_code=403,
+        )
     result = Accepted(
         id=str(accepted.message_id), conversation_id=conversation_id, duplicate=accepted.duplicate
     )
-    return JSONResponse(result.model_dump(), status_code=202)
+    response = JSONResponse(result.model_dump(), status_code=202)
+    if cookies is not None and browser.fresh:
+        cookies.set_cookie(response, request, browser)
+    return response
 
 
 def _line(message: Message) -> ChatLine:
+    text = message.content or ""
+    reply = message.role == "assistant" and message.kind == MessageKind.CHAT
     return ChatLine(
         id=str(message.id),
         role=message.role,
-        text=message.content or "",
+        text=text,
         created_at=message.created_at,
         kind=message.kind,
         user=message.speaker_name,
+        html=to_html(text) if reply else None,
     )
 
 
-@router.get("/api/webchat/{conversation_id}/messages", responses=documented(404, 422))
+@router.get("/api/webchat/{conversation_id}/messages", responses=documented(404, 422, 503))
 def list_messages(
     conversation_id: ConversationId,
+    request: Request,
     runtime: Annotated[Runtime, Depends(get_runtime)],
+    cookies: Annotated[BrowserCookies | None, Depends(_cookies)],
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT,
 ) -> ConversationView:
     """The conversation across its sessions (``/new`` keeps the old ones), oldest first.
 
     Raises:
-        UnknownConversation: nothing was ever said in it (404).
+        UnknownConversation: nothing was ever said in it, or (public mode) this browser
+            did not start it (404).
     """
+    browser = cookies.browser(request, mint=False) if cookies else Browser(None)
+    if browser is None:
+        raise UnknownConversation(conversation_id)
     key = ConversationKey(
         tenant_id=DEFAULT_TENANT_ID,
         bot_id=_webchat_bot_id(runtime),
         platform=PLATFORM,
-        chat_id=conversation_id,
+        chat_id=browser.chat_id(conversation_id),
     ).key
     with transaction(runtime.factory) as db:
         repo = SessionRepository.from_session(db)

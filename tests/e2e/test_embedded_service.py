@@ -84,3 +84,23 @@ def test_sigterm_answers_what_was_accepted_then_exits(
         answered = [r["text"] for r in replies(client, "drain")]
     assert answered == ["echo: m0", "echo: m1", "echo: m2"], "all were answered before exit"
     assert len(fake_llm.chat_requests()) == 3
+
+
+def test_the_internal_port_keeps_docs_and_metrics_off_the_public_listener(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    port, internal = free_port(), free_port()
+    env = _embedded_env(tmp_path, fake_llm) | {"HUBBUB_INTERNAL_PORT": str(internal)}
+    processes.append(start_up(env, port))
+    operator_paths = ("/metrics", "/docs", "/openapi.json")
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as public:
+        for path in operator_paths:
+            assert public.get(path).status_code == 404, path
+        assert public.get("/healthz").status_code == 200
+        assert public.post("/api/webchat/c/messages", json={"text": "hi"}).status_code == 202
+    with httpx.Client(base_url=f"http://127.0.0.1:{internal}", timeout=30) as private:
+        for path in operator_paths:
+            assert private.get(path).status_code == 200, path
+        assert "hubbub_inbound_messages_total" in private.get("/metrics").text
+        assert private.get("/readyz").status_code == 200
+        assert private.get("/api/webchat/status").status_code == 404

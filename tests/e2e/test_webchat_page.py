@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.fixtures.llm_server import FakeLLM
+from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
 
 pytestmark = pytest.mark.e2e
@@ -109,3 +109,95 @@ def test_without_a_model_the_page_says_what_to_set(
     page.fill("#text", "anyone?")
     page.keyboard.press("Enter")
     expect(page.locator(".msg.notice")).to_contain_text("No model is configured")
+
+
+MARKDOWN_REPLY = """Here is **bold**, `code` and a list:
+
+- one
+- two
+
+<script>window.pwned = true</script> <img src=x onerror="window.pwned = true">
+[a trap](javascript:window.pwned=true) and [a page](https://example.org/docs)."""
+
+
+def test_replies_show_markdown_safely(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    gateway = _gateway(tmp_path, sqlite_url, fake_llm, gateway_factory)
+    fake_llm.queue_replies(ScriptedReply(content=MARKDOWN_REPLY))
+    page.goto(f"{gateway.base_url}/?c=browser-md")
+    page.fill("#text", "show me **markdown**")
+    page.click("#send")
+    reply = page.locator(".msg.assistant")
+    expect(reply.locator("strong")).to_have_text("bold")
+    expect(reply.locator("code")).to_have_text("code")
+    expect(reply.locator("li")).to_have_text(["one", "two"])
+    expect(reply.locator("a")).to_have_count(1)
+    expect(reply.locator("a")).to_have_attribute("href", "https://example.org/docs")
+    expect(reply).to_contain_text("<script>window.pwned = true</script>")
+    expect(reply).to_contain_text("[a trap](javascript:window.pwned=true)")
+    assert reply.locator("script, img").count() == 0
+    assert page.evaluate("window.pwned") is None
+    expect(page.locator(".msg.user")).to_have_text("show me **markdown**")
+
+
+def test_an_unreachable_gateway_is_shown_and_the_text_kept(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=fake_llm)
+    first = gateway_factory(settings_from_env(env))
+    page.goto(f"{first.base_url}/?c=browser-down")
+    expect(page.locator("#model")).to_contain_text("openai/fake-model")
+    expect(page.locator("#error")).to_be_hidden()
+    first.stop()
+
+    page.fill("#text", "are you there?")
+    page.click("#send")
+    expect(page.locator("#error")).to_be_visible()
+    expect(page.locator("#error")).to_contain_text("can't be reached")
+    expect(page.locator("#text")).to_have_value("are you there?")
+
+    gateway_factory(settings_from_env(env), port=first.port)
+    expect(page.locator("#error")).to_be_hidden()
+    page.click("#send")
+    expect(page.locator(".msg.assistant")).to_have_text("echo: are you there?")
+    expect(page.locator("#text")).to_have_value("")
+
+
+def test_in_public_mode_each_browser_sees_only_its_own_conversation(
+    browser: Browser,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=fake_llm, webchat="public")
+    gateway = gateway_factory(settings_from_env(env))
+    url = f"{gateway.base_url}/?c=same-link"
+    contexts = [browser.new_context(), browser.new_context()]
+    try:
+        ann, bob = (context.new_page() for context in contexts)
+        ann.goto(url)
+        ann.fill("#text", "ann's question")
+        ann.click("#send")
+        expect(ann.locator(".msg.assistant")).to_have_text("echo: ann's question")
+        assert ann.evaluate("document.cookie") == ""  # HttpOnly: scripts never see it
+        bob.goto(url)
+        bob.fill("#text", "bob's question")
+        bob.click("#send")
+        expect(bob.locator(".msg.assistant")).to_have_text("echo: bob's question")
+        expect(bob.locator(".msg")).to_have_count(2)
+        ann.reload()
+        expect(ann.locator(".msg")).to_have_count(2)
+        expect(ann.locator(".msg.user")).to_have_text("ann's question")
+    finally:
+        for context in contexts:
+            context.close()

@@ -284,6 +284,8 @@ class TestSettings:
         assert settings.public_url == "https://hubbub.example.net"
         assert settings.worker_concurrency == 2
         assert settings.telegram_mode == "polling"
+        assert settings.webchat == "public"
+        assert (settings.internal_host, settings.internal_port) == ("0.0.0.0", 9000)
         assert [p.name for p in settings.context_files] == ["faq.md", "glossary.txt"]
 
     def test_chart_defaults_are_hubbubs_defaults(
@@ -470,6 +472,21 @@ class TestGateway:
             "name": service["metadata"]["name"],
             "port": {"number": service["spec"]["ports"][0]["port"]},
         }
+
+    def test_hosted_keeps_web_chat_and_metrics_off_the_ingress(self, render: Render) -> None:
+        docs = render(files=SHIPPED_SETS["hosted"])
+        assert config_data(docs)["HUBBUB_WEBCHAT"] == "off"
+        assert config_data(docs)["HUBBUB_INTERNAL_PORT"] == "9090"
+        main = container(one(docs, "Deployment", "gateway"))
+        assert {"name": "internal", "containerPort": 9090, "protocol": "TCP"} in main["ports"]
+        service = one(docs, "Service", "gateway")
+        ports = {p["name"]: p for p in service["spec"]["ports"]}
+        assert ports["internal"]["targetPort"] == "internal"
+        for rule in one(docs, "Ingress")["spec"]["rules"]:
+            for path in rule["http"]["paths"]:
+                assert path["backend"]["service"]["port"] == {"number": ports["http"]["port"]}
+        monitor = one(docs, "ServiceMonitor")
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} == {"internal", "metrics"}
 
     def test_telegram_polling_needs_a_single_gateway(self, render: Render) -> None:
         with pytest.raises(HelmError, match="works with one gateway replica only"):

@@ -51,6 +51,8 @@ class TestTurn:
         assert [m["role"] for m in lines] == ["user", "assistant"]
         assert lines[0]["id"] == accepted["id"]
         assert {"id", "role", "text", "created_at"} <= set(lines[1])
+        assert lines[1]["html"] == f"<p>{reply['text']}</p>\n"
+        assert lines[0]["html"] is None
         (request,) = fake_llm.chat_requests()
         assert request["model"] == "fake-model"
         assert request["messages"][0]["role"] == "system"
@@ -224,6 +226,50 @@ class TestCommands:
         texts = [m["text"] for m in conversation(client, "c1")]
         assert "remember the old days" in texts
         assert "fresh start" in texts
+
+    @pytest.mark.parametrize("typed", ["/model gpt-5", "/whatever"])
+    def test_an_unknown_command_is_named_and_the_real_ones_listed(
+        self, client: httpx.Client, fake_llm: FakeLLM, typed: str
+    ) -> None:
+        post(client, "c1", typed)
+        (reply,) = wait_replies(client, "c1", 1)
+        name = typed.split()[0]
+        assert reply["text"].startswith(f"Unknown command {name} — commands: /help /new")
+        assert "/compress" in reply["text"]
+        assert reply["kind"] == "command"
+        assert fake_llm.chat_requests() == []
+
+    def test_in_a_group_an_unknown_command_not_addressed_stays_context(
+        self, gateway: GatewayServer, client: httpx.Client, fake_llm: FakeLLM
+    ) -> None:
+        from adapters.messages import InboundMessage
+
+        def say(text: str, message_id: str, *, addressed: bool, command: str | None) -> None:
+            gateway.runtime.intake.accept(
+                InboundMessage(
+                    platform="webchat",
+                    chat_id="grp",
+                    chat_type="group",
+                    message_id=message_id,
+                    sender_name="ann",
+                    text=text,
+                    addressed=addressed,
+                    command=command,
+                )
+            )
+
+        say("/roll d20", "grp:1", addressed=False, command="roll")  # another bot's command
+        say("what did I roll?", "grp:2", addressed=True, command=None)
+        wait_replies(client, "grp", 1)
+        (request,) = fake_llm.chat_requests()
+        assert [m["content"] for m in request["messages"][1:]] == [
+            "[ann] /roll d20",
+            "[ann] what did I roll?",
+        ]
+        say("/roll d6", "grp:3", addressed=True, command="roll")  # asked of this bot
+        unknown = wait_replies(client, "grp", 2)[1]
+        assert unknown["text"].startswith("Unknown command /roll")
+        assert len(fake_llm.chat_requests()) == 1
 
     def test_usage_reports_the_window(self, client: httpx.Client) -> None:
         post(client, "c1", "hi")

@@ -137,12 +137,13 @@ class TestMessages:
         assert (inbound.command, inbound.command_args) == ("compress", "deploy plan")
         assert inbound.text == "/compress deploy plan"
 
-    async def test_unknown_command_is_just_text(self) -> None:
+    async def test_unknown_command_is_handed_on_as_a_command(self) -> None:
+        # Intake answers it with "unknown command" and the list; the model never sees it.
         normaliser, _ = _normaliser()
         event = load_payload("message_command")["event"] | {"text": "<@U0HUBBUB> /deploy now"}
         inbound = await normaliser.from_event(event, IDENTITY)
         assert inbound is not None
-        assert inbound.command is None
+        assert (inbound.command, inbound.command_args) == ("deploy", "now")
         assert inbound.text == "/deploy now"
 
     async def test_non_latin_text_and_escapes(self) -> None:
