@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -128,6 +129,8 @@ def doctor() -> None:
     from gateway.doctor import run_checks
 
     settings = _settings()
+    # Doctor's output is its report; alembic's chatter about the schema check is not.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     failed = False
     for check in run_checks(settings):
         mark = "ok  " if check.ok else ("warn" if check.warning else "FAIL")
