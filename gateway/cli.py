@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+from importlib.metadata import version as package_version
 from typing import Annotated
 
 import typer
@@ -26,6 +29,8 @@ app = typer.Typer(
 
 Host = Annotated[str | None, typer.Option(help="Interface to listen on (HUBBUB_HOST).")]
 Port = Annotated[int | None, typer.Option(help="Port to listen on (HUBBUB_PORT).")]
+LISTEN_BACKLOG = 2048
+"""Pending connections the kernel queues (uvicorn's default)."""
 
 
 def _settings(**overrides: object) -> Settings:
@@ -38,16 +43,52 @@ def _settings(**overrides: object) -> Settings:
     return settings
 
 
-def _serve(settings: Settings) -> None:
+def _listen(settings: Settings) -> socket.socket:
+    """The gateway's listening socket, bound before anything starts.
+
+    Raises:
+        typer.Exit: the port is taken (one line says so) or the address is unusable.
+    """
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            message = f"port {settings.port} is in use — set HUBBUB_PORT or stop the other process"
+        else:
+            message = f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
+        typer.secho(message, fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that says where to chat once it is serving, not before."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            host, port = self.config.host, self.config.port
+            shown = f"[{host}]" if ":" in host else host
+            typer.echo(f"Hubbub is up at http://{shown}:{port}/", err=True)
+
+
+def _serve(settings: Settings, sock: socket.socket) -> None:
     from gateway.app import create_app
 
-    uvicorn.run(
+    config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
     )
+    _AnnouncingServer(config).run(sockets=[sock])
 
 
 @app.command()
@@ -59,13 +100,13 @@ def up(host: Host = None, port: Port = None) -> None:
     beside the gateway.
     """
     settings = _settings(host=host, port=port)
+    sock = _listen(settings)
     upgrade_to_head(settings.resolved_database_url)
     worker: subprocess.Popen[bytes] | None = None
     if settings.redis_url is not None:
         worker = subprocess.Popen([sys.executable, "-m", "gateway.cli", "worker"])
-    typer.echo(f"Hubbub is up: open http://{settings.host}:{settings.port}/ to chat.", err=True)
     try:
-        _serve(settings)
+        _serve(settings, sock)
     finally:
         if worker is not None:
             worker.send_signal(signal.SIGTERM)
@@ -75,7 +116,8 @@ def up(host: Host = None, port: Port = None) -> None:
 @app.command()
 def gateway(host: Host = None, port: Port = None) -> None:
     """Run the HTTP gateway only (production: run `hubbub migrate` first)."""
-    _serve(_settings(host=host, port=port))
+    settings = _settings(host=host, port=port)
+    _serve(settings, _listen(settings))
 
 
 @app.command()
@@ -143,8 +185,22 @@ def doctor() -> None:
     raise typer.Exit(1 if failed else 0)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"hubbub {package_version('hubbub')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(ctx: typer.Context) -> None:
+def _main(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
     """Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats."""
 
 
