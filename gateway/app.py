@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
+from gateway.access_log import quiet_polling
 from gateway.errors import install_error_handlers
 from gateway.routes import health, webchat, webhooks
 from gateway.supervisor import PlatformSupervisor
@@ -76,6 +77,7 @@ def create_app(
             await run_in_threadpool(runtime.close)
             log.info("gateway stopped")
 
+    quiet_polling()
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
     app.include_router(health.router)
