@@ -86,6 +86,8 @@ DEFAULT_MEMORY_MAX_ENTRIES = 50
 """Per scope: one person's facts with a bot, or one chat's."""
 
 CONFIG_FILE_ENV = "HUBBUB_CONFIG"
+POSTGRES_SHORT_SCHEME = "postgres://"
+"""What many Postgres hosts hand out; read as ``postgresql://`` (psycopg 3)."""
 
 TriggerMode = Literal["mention", "all", "commands"]
 CacheTTL = Literal["5m", "1h"]
@@ -336,6 +338,14 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_scheme(cls, value: str | None) -> str | None:
+        # Heroku-style hosts hand out postgres://, a scheme SQLAlchemy no longer accepts.
+        if value is not None and value.startswith(POSTGRES_SHORT_SCHEME):
+            return "postgresql://" + value.removeprefix(POSTGRES_SHORT_SCHEME)
+        return value
 
     @field_validator("allow_users", "allow_chats", "context_files", "tools", mode="before")
     @classmethod

@@ -7,11 +7,16 @@
     ├── InvalidInput                bad input from a user or platform; nothing was stored
     │   ├── MessageTooLong(length, limit)
     │   └── UnknownConversation
-    └── ProviderError(model)        a model call failed
+    └── ProviderError(model)        a model call failed (``fix``: the setting to change, if any)
         ├── ContextOverflow         the prompt did not fit the provider's window
-        ├── ProviderAuthError       the provider refused the credentials
+        ├── ProviderConfigError     a setting is wrong; retrying cannot help
+        │   ├── ProviderAuthError   the provider refused the credentials
+        │   │   └── MissingApiKey   no API key was set for a provider that needs one
+        │   ├── ModelNotFound       the provider does not serve the model
+        │   └── EndpointNotFound    the API base answers, but not as the provider's API
         ├── ProviderRateLimited     429 (retry_after when the provider said)
         ├── ProviderUnavailable     5xx, timeouts, connection failures
+        │   └── ProviderUnreachable nothing answers at the configured API base
         └── ProviderBadRequest      any other 4xx
 
 Compaction does not raise: how an attempt ended is data
@@ -62,7 +67,9 @@ class UnknownConversation(InvalidInput):
 class ProviderError(HubbubError):
     """A call to the model provider failed."""
 
-    def __init__(self, model: str, message: str, status_code: int | None = None) -> None:
+    def __init__(
+        self, model: str, message: str, status_code: int | None = None, *, fix: str = ""
+    ) -> None:
         super().__init__(model, message, status_code)
         self.model = model
         """The litellm model string that was called."""
@@ -70,6 +77,10 @@ class ProviderError(HubbubError):
         """The provider's message, shortened; never contains credentials."""
         self.status_code = status_code
         """The HTTP status, when there was one."""
+        self.fix = fix
+        """What the operator should change, e.g. "set HUBBUB_LLM_API_KEY"; empty when
+        nothing in the configuration is at fault. Kept in ``__dict__``, so it survives
+        pickling."""
 
     def __str__(self) -> str:
         status = f" ({self.status_code})" if self.status_code else ""
@@ -85,8 +96,24 @@ class ContextOverflow(ProviderError):
     """The request was larger than the model's context window."""
 
 
-class ProviderAuthError(ProviderError):
+class ProviderConfigError(ProviderError):
+    """The provider refused the call because of Hubbub's settings; ``fix`` names them."""
+
+
+class ProviderAuthError(ProviderConfigError):
     """The provider rejected the API key or the account has no access."""
+
+
+class MissingApiKey(ProviderAuthError):
+    """No API key was configured, and the provider (or its client) needs one."""
+
+
+class ModelNotFound(ProviderConfigError):
+    """The provider does not know the configured model."""
+
+
+class EndpointNotFound(ProviderConfigError):
+    """Something answers at the API base, but has no such API there (a 404 not about a model)."""
 
 
 class ProviderRateLimited(ProviderError):
@@ -117,6 +144,14 @@ class ProviderUnavailable(ProviderError):
     def retryable(self) -> bool:
         """Outages pass."""
         return True
+
+
+class ProviderUnreachable(ProviderUnavailable):
+    """Nothing answers at the configured API base (connection refused, unknown host).
+
+    Retried like any outage (a local server may be restarting), but when it persists the
+    likely cause is the setting, which ``fix`` names.
+    """
 
 
 class ProviderBadRequest(ProviderError):

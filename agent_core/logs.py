@@ -1,16 +1,21 @@
 """Structured logging: one JSON object per line, with the ``extra=`` fields of each call.
 
-Message bodies and secrets are never passed to INFO logs by Hubbub's code; this module
-also drops any extra field whose name says it holds one, as a second line of defence.
+Message bodies and secrets are never passed to INFO logs by Hubbub's code; as a second
+line of defence this module blanks any extra field whose name says it holds a secret
+(``token``, ``bot_token``, ``api_key``, ``password``… as whole words, so ``max_tokens``
+and ``tokens_before`` stay readable) and redacts secrets found in string values.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
+
+from agent_core.context.redaction import REDACTED, redact
 
 _RESERVED = set(vars(logging.makeLogRecord({})).keys()) | {
     "message",
@@ -19,7 +24,24 @@ _RESERVED = set(vars(logging.makeLogRecord({})).keys()) | {
     "color_message",  # uvicorn's ANSI copy of msg
     "litellm_redacted",  # litellm's marker attribute
 }
-_SECRET_WORDS = ("token", "secret", "password", "api_key", "authorization")
+_SECRET_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "authorization", "apikey", "cookie", "credentials"}
+)
+"""A field name with one of these as a whole word holds a secret."""
+_SECRET_PAIRS = ("api_key", "private_key", "secret_key", "access_key")
+"""Two-word names that hold one."""
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def is_secret_field(name: str) -> bool:
+    """Whether a log field called ``name`` holds a secret (``bot_token``, ``apiKey``)."""
+    snake = _CAMEL.sub(r"\1_\2", name).lower()
+    words = [word for word in _WORD.split(snake) if word]
+    joined = "_".join(words)
+    return bool(_SECRET_WORDS.intersection(words)) or any(
+        f"_{pair}_" in f"_{joined}_" for pair in _SECRET_PAIRS
+    )
 
 
 class JsonFormatter(logging.Formatter):
@@ -36,8 +58,10 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key in _RESERVED or key.startswith("_"):
                 continue
-            if any(word in key.lower() for word in _SECRET_WORDS):
-                value = "[REDACTED]"
+            if is_secret_field(key):
+                value = REDACTED
+            elif isinstance(value, str):
+                value = redact(value)
             payload[key] = value
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)

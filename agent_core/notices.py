@@ -6,10 +6,15 @@ from agent_core.compaction.runner import CompactionReport, RunStatus
 from agent_core.context import CompressionOutcome
 from agent_core.errors import (
     ContextOverflow,
+    EndpointNotFound,
+    MissingApiKey,
+    ModelNotFound,
     ProviderAuthError,
+    ProviderConfigError,
     ProviderError,
     ProviderRateLimited,
     ProviderUnavailable,
+    ProviderUnreachable,
 )
 
 NO_MODEL = (
@@ -43,17 +48,41 @@ def step_limit(calls: int) -> str:
 
 
 def provider_notice(error: ProviderError) -> str:
-    """The short reply a user sees when the model call failed."""
+    """The short reply a user sees when the model call failed.
+
+    A configuration error says what the operator has to set, since waiting will not help;
+    a passing failure asks to try again.
+    """
     if isinstance(error, ContextOverflow):
         reason = "the conversation no longer fits the model's context window"
+    elif isinstance(error, MissingApiKey):
+        reason = "no API key is configured for the model provider"
     elif isinstance(error, ProviderAuthError):
-        reason = "the model provider refused our credentials"
+        reason = "the model provider refused the API key"
+    elif isinstance(error, ModelNotFound):
+        reason = f"the model provider does not know the model {error.model}"
+    elif isinstance(error, EndpointNotFound):
+        reason = "the configured model server has no chat API at that address"
+    elif isinstance(error, ProviderUnreachable):
+        reason = "the configured model server does not answer"
+    elif isinstance(error, ProviderConfigError):
+        reason = "the model is not configured correctly"
     elif isinstance(error, ProviderRateLimited):
         reason = "the model provider is rate-limiting us"
     elif isinstance(error, ProviderUnavailable):
         reason = "the model provider is unavailable right now"
     else:
         reason = "the model provider rejected the request"
+    if isinstance(error, ProviderConfigError) and error.fix:
+        return (
+            f"Sorry, I could not answer: {reason}. This is a configuration problem: the "
+            f"operator needs to {error.fix}, then restart Hubbub."
+        )
+    if error.fix:
+        return (
+            f"Sorry, I could not answer: {reason}. The operator needs to {error.fix}; "
+            "then try again."
+        )
     return f"Sorry, I could not answer: {reason}. Please try again in a moment."
 
 

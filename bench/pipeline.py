@@ -40,7 +40,7 @@ from tests.fixtures.llm_server import LLMServerThread
 from tests.fixtures.services import ServiceProcess, free_port, wait_until
 
 POSTGRES_ADMIN_URL = os.environ.get(
-    "HUBBUB_BENCH_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+    "HUBBUB_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("HUBBUB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 BENCH_DB = "hubbub_bench"

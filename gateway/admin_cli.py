@@ -13,7 +13,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox, load_or_create_key
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.engine import (
+    create_db_engine,
+    make_session_factory,
+    read_transaction,
+    transaction,
+)
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tenancy.service import add_bot, add_tenant, remove_bot
@@ -54,6 +59,17 @@ def tenants_add(
     except InvalidInput as exc:
         raise _refuse(exc) from exc
     typer.echo(f"Tenant {tenant_id} created.")
+
+
+@tenants.command("list")
+def tenants_list(ctx: typer.Context) -> None:
+    """Every tenant: id, name, how many bots it owns, when it was created."""
+    with read_transaction(_factory(ctx)) as db:
+        rows = TenancyRepository.from_session(db).list_tenants_with_bot_counts()
+    for tenant, count in rows:
+        created = tenant.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        bots_word = "bot" if count == 1 else "bots"
+        typer.echo(f"{tenant.id}  {tenant.name!r}  {count} {bots_word}  created {created}")
 
 
 @bots.command("add")

@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
+from gateway.access_log import quiet_polling
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
 from gateway.listeners import SplitListeners
@@ -82,6 +83,7 @@ def create_app(
             await run_in_threadpool(runtime.close)
             log.info("gateway stopped")
 
+    quiet_polling()
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     app.state.webchat_cookies = None
     install_error_handlers(app)

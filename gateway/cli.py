@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import socket
 import sys
+from importlib.metadata import version as package_version
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,6 +31,7 @@ app = typer.Typer(
 
 Host = Annotated[str | None, typer.Option(help="Interface to listen on (HUBBUB_HOST).")]
 Port = Annotated[int | None, typer.Option(help="Port to listen on (HUBBUB_PORT).")]
+"""Pending connections the kernel queues (uvicorn's default)."""
 
 
 def _settings(**overrides: object) -> Settings:
@@ -40,15 +44,49 @@ def _settings(**overrides: object) -> Settings:
     return settings
 
 
-def _serve(settings: Settings) -> None:
-    from gateway.app import create_app
-    from gateway.listeners import bind_listeners
+def _listen(settings: Settings) -> list[socket.socket]:
+    """The gateway's listening sockets, bound before anything starts.
+
+    Raises:
+        typer.Exit: a port is taken (one line says so) or an address is unusable.
+    """
+    from gateway.listeners import CannotListen, bind_listeners
 
     try:
-        sockets = bind_listeners(settings)
-    except OSError as exc:
-        typer.secho(f"Cannot listen: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from exc
+        return bind_listeners(settings)
+    except CannotListen as exc:
+        typer.secho(str(exc), fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that says where to chat once it is serving, not before."""
+
+    def __init__(self, config: uvicorn.Config, settings: Settings) -> None:
+        super().__init__(config)
+        self.settings = settings
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if not self.started:
+            return
+        settings = self.settings
+        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+        url = f"http://{shown}:{settings.port}/"
+        if settings.webchat == "off":
+            typer.echo(f"Hubbub is up at {url}", err=True)
+        else:
+            typer.echo(f"Hubbub is up at {url} — open it to chat.", err=True)
+        if settings.internal_port is not None:
+            typer.echo(
+                f"Metrics and API docs: http://{settings.internal_host}:{settings.internal_port}/",
+                err=True,
+            )
+
+
+def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
+    from gateway.app import create_app
+
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
@@ -56,7 +94,7 @@ def _serve(settings: Settings) -> None:
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
     )
-    uvicorn.Server(config).run(sockets=sockets)
+    _AnnouncingServer(config, settings).run(sockets=sockets)
 
 
 def _exit_quietly(_signum: int, _frame: FrameType | None) -> None:
@@ -72,6 +110,7 @@ def up(host: Host = None, port: Port = None) -> None:
     beside the gateway.
     """
     settings = _settings(host=host, port=port)
+    sockets = _listen(settings)
     upgrade_to_head(settings.resolved_database_url)
     worker: WorkerSupervisor | None = None
     if settings.redis_url is not None:
@@ -82,20 +121,11 @@ def up(host: Host = None, port: Port = None) -> None:
             grace_seconds=settings.shutdown_grace_seconds,
         )
         worker.start()
-    if settings.webchat == "off":
-        typer.echo(f"Hubbub is up on http://{settings.host}:{settings.port}/.", err=True)
-    else:
-        typer.echo(f"Hubbub is up: open http://{settings.host}:{settings.port}/ to chat.", err=True)
-    if settings.internal_port is not None:
-        typer.echo(
-            f"Metrics and API docs: http://{settings.internal_host}:{settings.internal_port}/",
-            err=True,
-        )
     # uvicorn re-raises the SIGTERM it shut down on; exiting through Python instead lets the
     # worker be stopped below rather than orphaned.
     signal.signal(signal.SIGTERM, _exit_quietly)
     try:
-        _serve(settings)
+        _serve(settings, sockets)
     finally:
         if worker is not None:
             worker.stop()
@@ -104,7 +134,8 @@ def up(host: Host = None, port: Port = None) -> None:
 @app.command()
 def gateway(host: Host = None, port: Port = None) -> None:
     """Run the HTTP gateway only (production: run `hubbub migrate` first)."""
-    _serve(_settings(host=host, port=port))
+    settings = _settings(host=host, port=port)
+    _serve(settings, _listen(settings))
 
 
 @app.command()
@@ -164,6 +195,8 @@ def doctor() -> None:
     from gateway.doctor import run_checks
 
     settings = _settings()
+    # Doctor's output is its report; alembic's chatter about the schema check is not.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     failed = False
     for check in run_checks(settings):
         mark = "ok  " if check.ok else ("warn" if check.warning else "FAIL")
@@ -176,8 +209,22 @@ def doctor() -> None:
     raise typer.Exit(1 if failed else 0)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"hubbub {package_version('hubbub')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(ctx: typer.Context) -> None:
+def _main(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
     """Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats."""
 
 

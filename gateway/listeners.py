@@ -8,6 +8,7 @@ stops the gateway at once with a clear message instead of half-starting it.
 
 from __future__ import annotations
 
+import errno
 import socket
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,15 +47,31 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class CannotListen(Exception):
+    """A listener could not be bound; the message says which and what to change."""
+
+
 def bind_listeners(settings: Settings) -> list[socket.socket]:
-    """The public socket and, when configured, the internal one (both bound, listening)."""
-    sockets = [bind(settings.host, settings.port)]
+    """The public socket and, when configured, the internal one (both bound, listening).
+
+    Raises:
+        CannotListen: a port is taken (naming the setting that moves it) or unusable.
+    """
+    wanted = [(settings.host, settings.port, "HUBBUB_PORT")]
     if settings.internal_port is not None:
+        wanted.append((settings.internal_host, settings.internal_port, "HUBBUB_INTERNAL_PORT"))
+    sockets: list[socket.socket] = []
+    for host, port, setting in wanted:
         try:
-            sockets.append(bind(settings.internal_host, settings.internal_port))
-        except OSError:
-            sockets[0].close()
-            raise
+            sockets.append(bind(host, port))
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            if exc.errno == errno.EADDRINUSE:
+                message = f"port {port} is in use — set {setting} or stop the other process"
+            else:
+                message = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            raise CannotListen(message) from exc
     return sockets
 
 

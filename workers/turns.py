@@ -51,6 +51,27 @@ def record_compaction_metrics(
             metrics.ERRORS.labels("compaction_lock").inc()
 
 
+def _log_turn(
+    request: TurnRequest, outcome: TurnOutcome | None, kind: str | None, seconds: float
+) -> None:
+    """One INFO line per turn: who, how long, what it cost, how it ended; never the text."""
+    calls = outcome.calls if outcome is not None else ()
+    log.info(
+        "turn",
+        extra={
+            "session_id": request.session_id,
+            "message_id": request.message_id,
+            "outcome": kind or (str(outcome.end) if outcome is not None else "gone"),
+            "latency_ms": round(seconds * 1000),
+            "model_calls": len(calls),
+            "prompt_tokens": sum(c.usage.prompt_tokens for c in calls if c.usage is not None),
+            "completion_tokens": sum(
+                c.usage.completion_tokens for c in calls if c.usage is not None
+            ),
+        },
+    )
+
+
 class TurnRunner:
     """Runs turns for sessions; one instance per process, shared by its threads."""
 
@@ -128,16 +149,20 @@ class TurnRunner:
         """Answer one message (idempotent: a message already answered is left alone)."""
         started = time.perf_counter()
         llm_seconds = 0.0
+        outcome: TurnOutcome | None = None
         outbox_id, request, command = self._begin(message_id)
         if request is not None and command is not None:
             outbox_id = self._compress_command(request, command)
         elif request is not None:
-            outbox_id, llm_seconds = self._answer(request)
+            outbox_id, outcome = self._answer(request)
+            llm_seconds = outcome.llm_seconds if outcome is not None else 0.0
         if outbox_id is not None:
             self._delivery.deliver(outbox_id)
         elapsed = time.perf_counter() - started
         metrics.TURN_SECONDS.observe(elapsed)
         metrics.TURN_OVERHEAD_SECONDS.observe(max(elapsed - llm_seconds, 0.0))
+        if request is not None:
+            _log_turn(request, outcome, "command" if command is not None else None, elapsed)
 
     def _begin(self, message_id: int) -> tuple[int | None, TurnRequest | None, str | None]:
         """Load the turn; commands that need no model call are answered right here.
@@ -168,15 +193,15 @@ class TurnRunner:
         self._delivery.typing(chat_session)
         return None, request, None
 
-    def _answer(self, request: TurnRequest) -> tuple[int | None, float]:
-        """Run the agent and commit its reply; (outbox id, seconds spent in the model)."""
+    def _answer(self, request: TurnRequest) -> tuple[int | None, TurnOutcome | None]:
+        """Run the agent and commit its reply; (outbox id, the outcome unless gone)."""
         agent = Agent(self._services, request)
         outcome = agent.run()
         record_compaction_metrics(outcome.compactions)
         for error in outcome.errors:
             metrics.ERRORS.labels(type(error).__name__).inc()
         if outcome.end is TurnEnd.GONE:
-            return None, 0.0
+            return None, None
         # Not waited to disk: if a crash loses it, the message is still pending and its turn
         # runs again; the durable delivery claim that follows flushes it first, so a reply is
         # never sent for a turn the database forgot.
@@ -187,7 +212,7 @@ class TurnRunner:
         self._count(outcome)
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)
-        return stored.outbox_id, outcome.llm_seconds
+        return stored.outbox_id, outcome
 
     @staticmethod
     def _count(outcome: TurnOutcome) -> None:

@@ -374,6 +374,7 @@ class Agent:
                         "error": type(error).__name__,
                         "status": error.status_code,
                         "reason": error.message,
+                        "fix": error.fix or None,
                     },
                 )
                 return self._outcome(loop, TurnEnd.PROVIDER_ERROR, notices.provider_notice(error))

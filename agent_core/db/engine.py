@@ -40,12 +40,16 @@ def _sqlite_begin(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN DEFERRED" if _READING.get() else "BEGIN IMMEDIATE")
 
 
-def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+def create_db_engine(url: str, *, echo: bool = False, connect_timeout: int | None = None) -> Engine:
     """An engine configured for concurrent workers on either backend.
 
     SQLite gets WAL, a busy timeout and immediate transactions (deferred ones for
     :func:`read_transaction`); its parent folder is created if missing. Postgres gets a
-    pre-pinged pool.
+    pool; ``connect_timeout`` (seconds) bounds each new connection, for callers that must
+    answer quickly (``hubbub doctor``) rather than wait for the operating system.
+
+    Raises:
+        sqlalchemy.exc.ArgumentError: ``url`` is not a URL SQLAlchemy can parse.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -71,7 +75,8 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
         pool_size=POOL_SIZE,
         max_overflow=POOL_SIZE,
         pool_recycle=POOL_RECYCLE_SECONDS,
-        connect_args={"options": "-c synchronous_commit=off"},
+        connect_args={"options": "-c synchronous_commit=off"}
+        | ({"connect_timeout": connect_timeout} if connect_timeout else {}),
     )
 
 

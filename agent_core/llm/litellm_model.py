@@ -24,6 +24,9 @@ from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anth
 
 log = logging.getLogger(__name__)
 
+PROBE_MESSAGES: list[Message] = [{"role": "user", "content": "Reply with OK."}]
+"""What :meth:`LiteLLMModel.probe` sends: the smallest ordinary chat request."""
+
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 
@@ -50,7 +53,10 @@ def known_max_output_tokens(model: str) -> int | None:
 
 
 def missing_credentials(model: str) -> list[str]:
-    """Environment variables the provider of ``model`` needs that are not set."""
+    """Environment variables the provider of ``model`` needs that are not set.
+
+    Besides keys these may be endpoints (``OLLAMA_API_BASE``, which has a default).
+    """
     try:
         report = litellm.validate_environment(model=model)
     except Exception:  # unknown providers: nothing we can check
@@ -146,7 +152,7 @@ class LiteLLMModel:
         while True:
             attempt += 1
             try:
-                with map_litellm_errors(self._model):
+                with map_litellm_errors(self._model, api_base=self._settings.api_base):
                     response = litellm.completion(**kwargs)
                 break
             except ProviderError as error:
@@ -165,6 +171,20 @@ class LiteLLMModel:
                 )
                 self._sleep(delay)
         return _to_result(response, self._model, time.perf_counter() - started, attempt)
+
+    def probe(self, timeout: float) -> ProviderError | None:
+        """Ask for one token, once, within ``timeout`` seconds; the error, or ``None``.
+
+        ``hubbub doctor`` uses it to prove the key, the model name and the endpoint
+        together, the way a turn would use them.
+        """
+        kwargs = self._request(PROBE_MESSAGES, None, 1) | {"timeout": timeout}
+        try:
+            with map_litellm_errors(self._model, api_base=self._settings.api_base):
+                litellm.completion(**kwargs)
+        except ProviderError as error:
+            return error
+        return None
 
 
 def _to_result(response: Any, model: str, latency: float, attempts: int) -> ChatResult:

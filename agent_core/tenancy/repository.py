@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -34,6 +34,20 @@ class TenancyRepository:
             self.session.add(tenant)
             self.session.flush()
         return tenant
+
+    def list_tenants_with_bot_counts(self) -> list[tuple[Tenant, int]]:
+        """Every tenant with how many bots it owns, oldest first."""
+        bots = (
+            select(Bot.tenant_id, func.count(Bot.id).label("bots"))
+            .group_by(Bot.tenant_id)
+            .subquery()
+        )
+        query = (
+            select(Tenant, func.coalesce(bots.c.bots, 0))
+            .outerjoin(bots, bots.c.tenant_id == Tenant.id)
+            .order_by(Tenant.created_at, Tenant.id)
+        )
+        return [(tenant, int(count)) for tenant, count in self.session.execute(query)]
 
     def get_bot(self, bot_id: int) -> Bot | None:
         """The bot with this primary key, or ``None``."""

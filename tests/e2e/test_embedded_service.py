@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 from pathlib import Path
 
 import httpx
@@ -104,3 +105,33 @@ def test_the_internal_port_keeps_docs_and_metrics_off_the_public_listener(
         assert "hubbub_inbound_messages_total" in private.get("/metrics").text
         assert private.get("/readyz").status_code == 200
         assert private.get("/api/webchat/status").status_code == 404
+
+
+def test_is_up_is_announced_only_once_it_answers(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    port = free_port()
+    env = _embedded_env(tmp_path, fake_llm) | {"HUBBUB_PORT": str(port)}
+    service = ServiceProcess(["up"], env, "Hubbub is up at").wait_ready()
+    processes.append(service)
+    # No retry: the line is a promise that the gateway answers right now.
+    response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=30)
+    assert response.status_code == 200
+    assert any(f"Hubbub is up at http://127.0.0.1:{port}/" in line for line in service.lines)
+
+
+def test_a_taken_port_is_one_clear_line_and_exit_1(
+    tmp_path: Path, fake_llm: FakeLLM, processes: list[ServiceProcess]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = _embedded_env(tmp_path, fake_llm) | {"HUBBUB_PORT": str(port)}
+        service = ServiceProcess(["up"], env, "never printed")
+        processes.append(service)
+        assert service.wait(120) == 1
+    output = "".join(service.lines)
+    assert f"port {port} is in use — set HUBBUB_PORT or stop the other process" in output
+    assert "Traceback" not in output
+    assert "Hubbub is up" not in output

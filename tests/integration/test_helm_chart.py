@@ -30,7 +30,7 @@ SCRIPT = REPO / "scripts" / "helm-check"
 KUBE_VERSION = "1.30.0"
 FERNET_KEY = "Y2ktb25seS1rZXktbmV2ZXItdXNlLWl0LWFueXdoZXI="
 REQUIRED: dict[str, Any] = {
-    "database": {"url": "postgresql+psycopg2://hubbub:pw@postgres:5432/hubbub"},
+    "database": {"url": "postgresql://hubbub:pw@postgres:5432/hubbub"},
     "redis": {"url": "redis://:pw@redis:6379/0"},
     "secrets": {"secretKey": FERNET_KEY},
 }

@@ -162,7 +162,7 @@ class TestProviderErrors:
         post(client, "c1", "first")
         (notice,) = wait_replies(client, "c1", 1)
         assert notice["kind"] == "notice"
-        assert "refused our credentials" in notice["text"]
+        assert "refused the API key" in notice["text"]
         post(client, "c1", "second")
         replies_ = wait_replies(client, "c1", 2)
         assert replies_[1]["text"] == "echo: second"

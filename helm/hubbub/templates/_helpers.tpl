@@ -117,13 +117,13 @@ Included by every workload template, so `helm template` fails early and clearly.
 {{- $v := .Values -}}
 {{- $db := $v.database.url -}}
 {{- if and (not $v.database.existingSecret) (not $db) -}}
-{{- fail "\n\nHubbub needs an external Postgres: set database.url (postgresql+psycopg2://user:password@host:5432/hubbub) or database.existingSecret.\nThe embedded SQLite mode is for one machine, not Kubernetes." -}}
+{{- fail "\n\nHubbub needs an external Postgres: set database.url (postgresql://user:password@host:5432/hubbub) or database.existingSecret.\nThe embedded SQLite mode is for one machine, not Kubernetes." -}}
 {{- end -}}
 {{- if and (not $v.database.existingSecret) (not (hasPrefix "postgresql" $db)) -}}
 {{- if hasPrefix "sqlite" $db -}}
-{{- fail "\n\ndatabase.url is SQLite: the embedded SQLite mode is for one machine, not Kubernetes (every pod would keep its own database). Use Postgres: postgresql+psycopg2://user:password@host:5432/hubbub" -}}
+{{- fail "\n\ndatabase.url is SQLite: the embedded SQLite mode is for one machine, not Kubernetes (every pod would keep its own database). Use Postgres: postgresql://user:password@host:5432/hubbub" -}}
 {{- end -}}
-{{- fail "\n\ndatabase.url must be a Postgres URL starting with postgresql:// or postgresql+psycopg2://" -}}
+{{- fail "\n\ndatabase.url must be a Postgres URL starting with postgresql:// (or postgresql+DRIVER://)" -}}
 {{- end -}}
 {{- if and (not $v.redis.existingSecret) (not $v.redis.url) -}}
 {{- fail "\n\nHubbub on Kubernetes needs Redis as its Celery broker: set redis.url (redis://:password@host:6379/0) or redis.existingSecret." -}}

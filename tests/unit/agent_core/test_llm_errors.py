@@ -6,10 +6,15 @@ from litellm import exceptions as lx
 
 from agent_core.errors import (
     ContextOverflow,
+    EndpointNotFound,
+    MissingApiKey,
+    ModelNotFound,
     ProviderAuthError,
     ProviderBadRequest,
+    ProviderConfigError,
     ProviderRateLimited,
     ProviderUnavailable,
+    ProviderUnreachable,
 )
 from agent_core.llm.errors import map_litellm_errors, translate
 
@@ -96,3 +101,122 @@ def test_errors_survive_pickling() -> None:
     error = ProviderRateLimited(MODEL, "slow", 429, 3.0)
     clone = pickle.loads(pickle.dumps(error))
     assert (clone.model, clone.retry_after, clone.status_code) == (MODEL, 3.0, 429)
+
+
+BASE = "http://127.0.0.1:8000/v1"
+_MISSING_OPENAI_KEY = (
+    "OpenAIException - Missing credentials. Please pass an `api_key`, `workload_identity`, "
+    "`admin_api_key`, or set the `OPENAI_API_KEY` or `OPENAI_ADMIN_KEY` environment variable."
+)
+
+
+class TestConfigurationErrors:
+    """What litellm raises for a wrong setting (shapes seen against a local server)."""
+
+    @pytest.mark.parametrize(
+        ("exc", "api_base", "expected", "fix"),
+        [
+            (
+                lx.InternalServerError(
+                    message=_MISSING_OPENAI_KEY, model=MODEL, llm_provider="openai"
+                ),
+                BASE,
+                MissingApiKey,
+                "set HUBBUB_LLM_API_KEY (or OPENAI_API_KEY) (any string will do",
+            ),
+            (
+                lx.AuthenticationError(
+                    message="Missing Anthropic API Key - A call is being made to anthropic",
+                    model="anthropic/claude-3-5-sonnet-20241022",
+                    llm_provider="anthropic",
+                ),
+                None,
+                MissingApiKey,
+                "set HUBBUB_LLM_API_KEY (or ANTHROPIC_API_KEY)",
+            ),
+            (
+                lx.AuthenticationError(
+                    message="Incorrect API key provided.", model=MODEL, llm_provider="openai"
+                ),
+                BASE,
+                ProviderAuthError,
+                "to a key the provider accepts",
+            ),
+            (
+                lx.NotFoundError(
+                    message="The model `fake` does not exist or you do not have access to it.",
+                    model=MODEL,
+                    llm_provider="openai",
+                ),
+                BASE,
+                ModelNotFound,
+                "set HUBBUB_MODEL",
+            ),
+            (
+                lx.BadRequestError(
+                    message="model 'llama9' not found, try pulling it first",
+                    model=MODEL,
+                    llm_provider="openai",
+                ),
+                BASE,
+                ModelNotFound,
+                "set HUBBUB_MODEL",
+            ),
+            (
+                lx.NotFoundError(message="Not Found", model=MODEL, llm_provider="openai"),
+                BASE,
+                EndpointNotFound,
+                f"check HUBBUB_LLM_API_BASE={BASE}",
+            ),
+            (
+                lx.InternalServerError(
+                    message="OpenAIException - Connection error.",
+                    model=MODEL,
+                    llm_provider="openai",
+                ),
+                BASE,
+                ProviderUnreachable,
+                f"start the model server at {BASE} or correct HUBBUB_LLM_API_BASE",
+            ),
+            (
+                lx.BadRequestError(
+                    message="LLM Provider NOT provided. Pass in the LLM provider you are trying "
+                    "to call. You passed model=fake-model",
+                    model="fake-model",
+                    llm_provider="",
+                ),
+                None,
+                ProviderConfigError,
+                "set HUBBUB_MODEL to provider/model",
+            ),
+        ],
+    )
+    def test_named_with_the_setting_to_fix(
+        self, exc: Exception, api_base: str | None, expected: type, fix: str
+    ) -> None:
+        error = translate(exc, getattr(exc, "model", MODEL) or MODEL, api_base=api_base)
+        assert type(error) is expected
+        assert fix in error.fix
+        assert not error.retryable or isinstance(error, ProviderUnreachable)
+
+    def test_connection_error_without_a_custom_base_is_an_outage(self) -> None:
+        exc = lx.InternalServerError(
+            message="OpenAIException - Connection error.", model=MODEL, llm_provider="openai"
+        )
+        error = translate(exc, MODEL)
+        assert type(error) is ProviderUnavailable
+        assert error.fix == ""
+
+    def test_server_errors_stay_transient(self) -> None:
+        exc = lx.InternalServerError(message="boom", model=MODEL, llm_provider="openai")
+        error = translate(exc, MODEL, api_base=BASE)
+        assert type(error) is ProviderUnavailable
+        assert error.retryable
+
+    def test_fix_survives_pickling(self) -> None:
+        import pickle
+
+        error = MissingApiKey(MODEL, "no key", 500, fix="set HUBBUB_LLM_API_KEY")
+        clone = pickle.loads(pickle.dumps(error))
+        assert type(clone) is MissingApiKey
+        assert clone.fix == "set HUBBUB_LLM_API_KEY"
