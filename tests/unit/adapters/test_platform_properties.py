@@ -147,9 +147,13 @@ _reply = st.builds(
 
 SLACK_MARKERS = "*_~"
 # No explain phase: on Python 3.11 it traces every line and can outlast the test timeout,
-# hiding the failing example behind a timeout.
+# hiding the failing example behind a timeout. Derandomized: the suite runs the same 150
+# replies every time, so it cannot fail by chance; longer random searches (thousands of
+# replies) are run by hand and what they find becomes an explicit example here.
 _SETTINGS = settings(
     max_examples=150,
+    derandomize=True,
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
