@@ -220,11 +220,16 @@ def _finish(pieces: Sequence[_Piece]) -> str:
     out: list[str] = []
     for index, piece in enumerate(merged):
         if piece.markup:
-            out.append(piece.text)
-            continue
-        before = out[-1][-1:] if out else ""
-        after = merged[index + 1].text[:1] if index + 1 < len(merged) else ""
-        out.append(_escape(piece, before, after, line_start=not out or before == "\n"))
+            text = piece.text
+        else:
+            before = out[-1][-1:] if out else ""
+            after = merged[index + 1].text[:1] if index + 1 < len(merged) else ""
+            text = _escape(piece, before, after, line_start=not out or before == "\n")
+        if out and out[-1].endswith("`") and text.startswith("`"):
+            # An escaped backtick against a code span's ``, say, makes three in a row,
+            # which opens a code block in Discord: the pieces' backticks are kept apart.
+            out.append(FENCE_BREAK)
+        out.append(text)
     return "".join(out)
 
 

@@ -10,7 +10,7 @@ must fit too and lose nothing either.
 from __future__ import annotations
 
 import regex
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from adapters.discord.chunks import MESSAGE_LIMIT as DISCORD_LIMIT
@@ -225,6 +225,7 @@ def _discord_text(markdown: str) -> str:
 
 @_SETTINGS
 @given(_reply, st.sampled_from([300, DISCORD_LIMIT]))
+@example(r"\```a`b``", DISCORD_LIMIT)  # an escaped backtick against a code span's ``
 def test_discord(markdown: str, limit: int) -> None:
     if not shows_something(markdown):
         return

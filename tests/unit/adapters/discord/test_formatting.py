@@ -114,6 +114,10 @@ class TestRewrites:
             f"see ``a`{FENCE_BREAK}`{FENCE_BREAK}`b``"
         )
 
+    def test_an_escaped_backtick_before_a_code_span_opens_no_code_block(self) -> None:
+        # The property tests' minimal case: the text's backtick and the span's `` made ```.
+        assert to_discord_markdown(r"\```a`b``") == f"\\`{FENCE_BREAK}``a`b``"
+
     def test_markup_characters_in_text_are_escaped(self) -> None:
         assert to_discord_markdown(r"\*not italic\* a\_b ~\~x\~~ 5 \* 3") == (
             r"\*not italic\* a_b \~\~x\~\~ 5 * 3"
