@@ -86,7 +86,8 @@ def _wait_http(port: int) -> None:
     wait_until(up, timeout=120, interval=0.2, what="gateway /healthz")
 
 
-def _overheads(db: Engine, since_id: int) -> list[float]:
+def delivered(db: Engine, since_id: int) -> list[tuple[float, dict[str, Any]]]:
+    """Per sent reply to a message newer than ``since_id``: stored -> sent in ms, and its meta."""
     with db.connect() as conn:
         rows = conn.execute(
             text(
@@ -101,9 +102,12 @@ def _overheads(db: Engine, since_id: int) -> list[float]:
         meta = json.loads(meta) if isinstance(meta, str) else meta
         if isinstance(created, str):  # SQLite returns text
             created, sent = datetime.fromisoformat(created), datetime.fromisoformat(sent)
-        total_ms = (sent - created).total_seconds() * 1000
-        out.append(total_ms - float(meta.get("llm_ms", 0.0)))
+        out.append(((sent - created).total_seconds() * 1000, meta))
     return out
+
+
+def _overheads(db: Engine, since_id: int) -> list[float]:
+    return [total - float(meta.get("llm_ms", 0.0)) for total, meta in delivered(db, since_id)]
 
 
 def _sent_count(db: Engine) -> int:

@@ -25,7 +25,6 @@ import statistics
 import sys
 import tempfile
 from collections import Counter
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from bench.pipeline import (
     _max_message_id,
     _percentile,
     _wait_http,
+    delivered,
 )
 from tests.fixtures.llm_server import (
     FakeLLM,
@@ -99,21 +99,8 @@ class ToolUser:
 
 
 def _turns(db: Engine, since: int) -> list[dict[str, float]]:
-    with db.connect() as conn:
-        rows = conn.execute(
-            text(
-                "SELECT m.created_at, o.sent_at, o.meta FROM outbox o "
-                "JOIN messages m ON m.id = o.trigger_message_id "
-                "WHERE o.state = 'sent' AND m.id > :since ORDER BY m.id"
-            ),
-            {"since": since},
-        ).all()
     out = []
-    for created, sent, meta in rows:
-        meta = json.loads(meta) if isinstance(meta, str) else meta
-        if isinstance(created, str):
-            created, sent = datetime.fromisoformat(created), datetime.fromisoformat(sent)
-        total = (sent - created).total_seconds() * 1000
+    for total, meta in delivered(db, since):
         llm, tools = float(meta.get("llm_ms", 0.0)), float(meta.get("tool_ms", 0.0))
         out.append(
             {
