@@ -330,6 +330,9 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(DEFAULT_MCP_START_TIMEOUT_SECONDS, gt=0)
     memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
     memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
+    model_costs: Path | None = None
+    """A YAML or JSON file of USD per token for models litellm's price map does not know
+    (``openai/my-model: {input: 0.0000005, output: 0.0000015}``)."""
 
     log_level: str = "INFO"
     log_json: bool = True

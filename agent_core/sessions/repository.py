@@ -247,6 +247,19 @@ class SessionRepository:
         """Whether any message of the session waits for a turn."""
         return bool(self.session.scalar(_HAS_PENDING, {"sid": session_id}))
 
+    def tool_rounds(self, session_id: str, anchor_seq: int) -> int:
+        """Tool rounds already stored for the turn at ``anchor_seq`` (its assistant messages).
+
+        A turn that runs again after a crash continues from these, so its calls are
+        numbered on from them (see :mod:`agent_core.usage.ledger`).
+        """
+        query = select(func.count(Message.id)).where(
+            Message.session_id == session_id,
+            Message.anchor_seq == anchor_seq,
+            Message.role == "assistant",
+        )
+        return int(self.session.scalar(query) or 0)
+
     def context_rows(
         self, session_id: str, *, up_to_anchor: int | None = None
     ) -> Sequence[Row[Any]]:
