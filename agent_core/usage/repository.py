@@ -36,8 +36,9 @@ def _insert_ignoring_conflict(db: Session, table: Table, values: dict[str, Any])
     """Insert a row unless a unique key already has it; whether it was inserted."""
     dialect = db.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    result = db.execute(insert(table).values(**values).on_conflict_do_nothing())
-    return bool(getattr(result, "rowcount", 0) == 1)
+    statement = insert(table).values(**values).on_conflict_do_nothing()
+    # RETURNING, not rowcount: psycopg reports no rowcount for this statement.
+    return db.execute(statement.returning(table.c.id)).first() is not None
 
 
 _SUMS = (
