@@ -192,7 +192,7 @@ class Budgets:
         texts = []
         for status in self.statuses(db, scope):
             crossed = [level for level in WARNING_LEVELS if status.share * 100 >= level]
-            if not crossed or status.share >= 1:
+            if not crossed:
                 continue
             level = crossed[-1]
             # Both levels are noted, so a jump past 95 % does not warn about 80 % later.
