@@ -7,18 +7,21 @@ reads the environment itself.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -125,6 +128,38 @@ class CompressionSettings:
     summary_concurrency: int = DEFAULT_SUMMARY_CONCURRENCY
     timezone: str = "UTC"
     """The zone of the summaries' dates, the same as the system prompt's."""
+
+
+class ModelPrice(BaseModel):
+    """USD per token of one model (an entry of the ``HUBBUB_MODEL_COSTS`` file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+    """Prompt tokens served from the provider's cache; unset: the input price."""
+
+
+def load_model_prices(path: Path) -> dict[str, ModelPrice]:
+    """The prices of a ``HUBBUB_MODEL_COSTS`` file (YAML, or JSON when it ends in ``.json``).
+
+    Raises:
+        ValueError: the file cannot be read, or is not a mapping of model to prices.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(
+            f"{path} must map model names to {{input: <USD per token>, output: <USD per token>}}"
+        )
+    try:
+        return {str(model): ModelPrice.model_validate(value) for model, value in raw.items()}
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
 
 
 class McpServerConfig(BaseModel):
@@ -356,6 +391,18 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("model_costs")
+    @classmethod
+    def _readable_prices(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            load_model_prices(value)
+        return value
+
+    @property
+    def model_prices(self) -> dict[str, ModelPrice]:
+        """The operator's model prices (empty without ``HUBBUB_MODEL_COSTS``)."""
+        return load_model_prices(self.model_costs) if self.model_costs is not None else {}
 
     @field_validator("compression_in_place")
     @classmethod

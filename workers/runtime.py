@@ -63,9 +63,6 @@ class Runtime:
         model_factory: builds the chat model for each turn (tests may pass their own).
         clock: the time usage is stamped with and budget periods are read from (tests
             move their own).
-
-    Raises:
-        ConfigError: ``HUBBUB_MODEL_COSTS`` cannot be read.
     """
 
     def __init__(
@@ -91,7 +88,7 @@ class Runtime:
         self.stopping = threading.Event()
         self.models = ModelSet(settings, main=model_factory)
         prompts = PromptAssembler(settings)
-        costs = CostTable.from_file(settings.model_costs)
+        costs = CostTable(settings.model_prices)
         self.usage = UsageServices(
             UsageLedger(self.factory, costs, clock=clock, on_charge=metrics.count_charge),
             Budgets(costs, timezone=settings.timezone, clock=clock),

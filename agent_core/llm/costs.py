@@ -12,32 +12,19 @@ A model neither knows costs 0 and is reported as unpriced, never a failure.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import litellm
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_core.errors import ConfigError
+from agent_core.config import ModelPrice
 from agent_core.llm.model import Usage
 
 log = logging.getLogger(__name__)
 
 
-class Price(BaseModel):
-    """USD per token of one model."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cached_input: float | None = Field(None, ge=0)
-    """Prompt tokens served from the provider's cache; unset: the input price."""
+Price = ModelPrice
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,31 +61,6 @@ class CostTable:
         self._prices = dict(prices or {})
         self._looked_up: dict[str, Price | None] = {}
         self._warned: set[str] = set()
-
-    @classmethod
-    def from_file(cls, path: Path | None) -> CostTable:
-        """The table with the prices of ``path`` (YAML or JSON), or litellm's alone.
-
-        Raises:
-            ConfigError: the file cannot be read or is not a mapping of model to prices.
-        """
-        if path is None:
-            return cls()
-        try:
-            text = path.read_text(encoding="utf-8")
-            raw: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise ConfigError(f"HUBBUB_MODEL_COSTS: cannot read {path}: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise ConfigError(
-                f"HUBBUB_MODEL_COSTS: {path} must map model names to "
-                "{input: <USD per token>, output: <USD per token>}"
-            )
-        try:
-            prices = {str(model): Price.model_validate(value) for model, value in raw.items()}
-        except ValidationError as exc:
-            raise ConfigError(f"HUBBUB_MODEL_COSTS: {path}: {exc}") from exc
-        return cls(prices)
 
     def price(self, model: str) -> Price | None:
         """The model's price, or ``None`` when nobody knows it."""

@@ -149,7 +149,7 @@ def test_a_turn_run_again_charges_no_call_twice_and_an_unpriced_model_costs_noth
             ScriptedReply(tool_calls=[tool_call("current_time", {})]), ScriptedReply("noon")
         )
         post_accepted(client, "again", "time please", user="bo")
-        wait_replies(client, "again", 1)
+        assert wait_replies(client, "again", 2)[-1]["text"] == "noon"  # tool round, answer
     assert len(_rows(gateway)) == 2
     assert [r.cost_known for r in _rows(gateway)] == [False, False]
     assert all(r.cost_usd == 0 for r in _rows(gateway))
