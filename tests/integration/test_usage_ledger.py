@@ -16,6 +16,8 @@ from agent_core.agent import Agent, TurnRequest
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, UsageRecord
 from agent_core.memory.service import chat_scope_key
+from agent_core.usage import UsageScope
+from agent_core.usage.repository import UsageRepository
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply, is_summary_request, tool_call
 from tests.fixtures.services import (
     GatewayServer,
@@ -126,6 +128,13 @@ def test_every_main_and_summary_call_writes_its_exact_row(
         assert row.cost_usd == pytest.approx(
             row.prompt_tokens * INPUT_PRICE + row.completion_tokens * OUTPUT_PRICE
         )
+    # Budgets read the ledger: the summary model's tokens count against them too.
+    with transaction(gateway.runtime.factory) as db:
+        UsageRepository.from_session(db).set_budget("default", "chat", "day", "tokens", 10**9)
+    with transaction(gateway.runtime.factory) as db:
+        scope = UsageScope.of(chat, "ann")
+        (status,) = gateway.runtime.usage.budgets.statuses(db, scope)
+    assert status.used == sum(r.prompt_tokens + r.completion_tokens for r in rows)
     assert _sample("hubbub_tenant_prompt_tokens_total", "default") - prompt_before == sum(
         r.prompt_tokens for r in rows
     )
