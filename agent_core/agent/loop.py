@@ -59,7 +59,14 @@ from agent_core.tools import (
     fit_results,
 )
 from agent_core.tools.kit import ToolKit
-from agent_core.usage import LedgerModel, Purpose, UsageScope, UsageServices, turn_keys
+from agent_core.usage import (
+    LedgerModel,
+    PendingCall,
+    Purpose,
+    UsageScope,
+    UsageServices,
+    turn_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +139,8 @@ class _Loop:
     tool_calls: int = 0
     tool_seconds: float = 0.0
     steered: int = 0
+    uncharged: list[PendingCall] = field(default_factory=list)
+    """Calls answered since the last commit; charged in it (tool round or reply)."""
 
 
 class Agent:
@@ -234,7 +243,14 @@ class Agent:
         if usage is None:
             return model
         keys = turn_keys(self.request.message_id, loop.tool_rounds)
-        return LedgerModel(model, usage.ledger, loop.scope, Purpose.MAIN, keys)
+        return LedgerModel(model, usage.ledger, loop.scope, Purpose.MAIN, keys, loop.uncharged)
+
+    def _charge(self, db: Session, loop: _Loop) -> None:
+        """Charge the calls answered since the last commit, in this commit."""
+        usage = self._services.usage
+        if usage is not None and loop.uncharged:
+            usage.ledger.write(db, loop.uncharged)
+            loop.uncharged.clear()
 
     def _over_budget(self, loop: _Loop, model: ChatModel) -> TurnOutcome | None:
         """The refusal to end the turn with when the next call would break a budget."""
@@ -461,6 +477,7 @@ class Agent:
                 last = fitted[-1]
                 fitted[-1] = replace(last, content=last.content + steer.block(steered))
             loop.steered += len(steered)
+            self._charge(db, loop)
             append_tool_exchange(
                 db,
                 chat_session,
@@ -509,8 +526,10 @@ class Agent:
             meta["tool_ms"] = round(outcome.tool_seconds * 1000, 3)
         shown = outcome.notices
         usage, loop = self._services.usage, self._loop
-        if usage is not None and loop is not None and outcome.calls:
-            shown += tuple(usage.budgets.new_warnings(db, loop.scope))
+        if usage is not None and loop is not None:
+            self._charge(db, loop)
+            if outcome.calls:
+                shown += tuple(usage.budgets.new_warnings(db, loop.scope))
         outbox_id = record_reply(
             db,
             chat_session,

@@ -8,6 +8,7 @@ from agent_core.usage.budgets import Budgets, BudgetSpec, BudgetStatus, Scope, U
 from agent_core.usage.ledger import (
     CallKeys,
     Charge,
+    PendingCall,
     Purpose,
     UsageLedger,
     UsageScope,
@@ -35,6 +36,7 @@ __all__ = (
     "Charge",
     "Clock",
     "LedgerModel",
+    "PendingCall",
     "Period",
     "Purpose",
     "Scope",

@@ -1,4 +1,8 @@
-"""The usage ledger: one row per model call, written as the call returns, charged once.
+"""The usage ledger: one row per model call, charged once.
+
+A turn's rows commit in the transaction that stores what the call produced (its tool round
+or the reply), so ledger and transcript agree after a crash; a compaction's rows are written
+as each summary call returns.
 
 Every call is named by a key (``turn:<message id>:main:<n>``,
 ``compaction:<session>:<summary version>:<n>``). A turn that runs again after a crash
@@ -11,9 +15,11 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -77,6 +83,19 @@ class Charge:
     cost_known: bool
 
 
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A call answered but not yet charged: a turn's rows commit with what the call produced."""
+
+    scope: UsageScope
+    call_key: str
+    purpose: Purpose
+    model: str
+    usage: Usage | None
+    at: datetime | None = None
+    """When the call returned (``None``: when it is written)."""
+
+
 class CallKeys:
     """Keys for the successive calls of one turn or compaction (thread-safe)."""
 
@@ -127,12 +146,41 @@ class UsageLedger:
     def record(
         self, scope: UsageScope, call_key: str, purpose: Purpose, model: str, usage: Usage | None
     ) -> Charge | None:
-        """Charge one call; ``None`` when the key was charged before or the write failed.
+        """Charge one call in its own transaction; ``None`` when already charged or failed.
 
         A failed write is logged and swallowed: the model has answered, and the person
         must still get the answer.
         """
-        usage = usage or Usage(prompt_tokens=0)
+        call = PendingCall(scope, call_key, purpose, model, usage)
+        try:
+            # Not waited to disk: the turn's own durable commit that follows flushes it.
+            with transaction(self._factory, durable=False) as db:
+                written = self.write(db, [call])
+        except SQLAlchemyError:
+            log.warning(
+                "usage row not written", extra={"call_key": call_key, "tenant": scope.tenant_id}
+            )
+            return None
+        return written[0] if written else None
+
+    def write(self, db: Session, calls: Sequence[PendingCall]) -> list[Charge]:
+        """Charge calls in the caller's unit of work (a turn's own transaction).
+
+        Returns the rows written; a key already charged is skipped.
+        """
+        repo = UsageRepository.from_session(db)
+        written = []
+        for call in calls:
+            values, charge = self._row(call)
+            if repo.add_record(values):
+                written.append(charge)
+                if self._on_charge is not None:
+                    self._on_charge(charge)
+        return written
+
+    def _row(self, call: PendingCall) -> tuple[dict[str, Any], Charge]:
+        scope, call_key, purpose, model = call.scope, call.call_key, call.purpose, call.model
+        usage = call.usage or Usage(prompt_tokens=0)
         cost = self.costs.cost(model, usage)
         charge = Charge(
             scope.tenant_id,
@@ -157,19 +205,6 @@ class UsageLedger:
             "cached_tokens": usage.cached_tokens,
             "cost_usd": cost.usd,
             "cost_known": cost.known,
-            "at": self.clock(),
+            "at": call.at or self.clock(),
         }
-        try:
-            # Not waited to disk: the turn's own durable commit that follows flushes it.
-            with transaction(self._factory, durable=False) as db:
-                written = UsageRepository.from_session(db).add_record(values)
-        except SQLAlchemyError:
-            log.warning(
-                "usage row not written", extra={"call_key": call_key, "tenant": scope.tenant_id}
-            )
-            return None
-        if not written:
-            return None
-        if self._on_charge is not None:
-            self._on_charge(charge)
-        return charge
+        return values, charge

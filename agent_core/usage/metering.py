@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_core.llm.model import ChatModel, ChatResult, Message
 from agent_core.llm.wrapper import WrapperModel
-from agent_core.usage.ledger import CallKeys, Purpose, UsageLedger, UsageScope
+from agent_core.usage.ledger import CallKeys, PendingCall, Purpose, UsageLedger, UsageScope
 
 
 class LedgerModel(WrapperModel):
@@ -21,6 +21,9 @@ class LedgerModel(WrapperModel):
         scope: whom the calls are charged to.
         purpose: main or summary.
         keys: names the calls (shared by the models of one compaction).
+        pending: when given, calls are added to it for the caller to charge in its own
+            transaction (a turn's rows commit with the tool round or reply they produced);
+            otherwise each is charged at once.
     """
 
     def __init__(
@@ -30,8 +33,10 @@ class LedgerModel(WrapperModel):
         scope: UsageScope,
         purpose: Purpose,
         keys: CallKeys,
+        pending: list[PendingCall] | None = None,
     ) -> None:
         super().__init__(wrapped)
+        self._pending = pending
         self._ledger = ledger
         self._scope = scope
         self._purpose = purpose
@@ -46,7 +51,12 @@ class LedgerModel(WrapperModel):
     ) -> ChatResult:
         """The wrapped model's answer, charged under the next key."""
         result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
-        self._ledger.record(
-            self._scope, self._keys.next(), self._purpose, self.wrapped.name, result.usage
-        )
+        key, name = self._keys.next(), self.wrapped.name
+        if self._pending is None:
+            self._ledger.record(self._scope, key, self._purpose, name, result.usage)
+        else:
+            at = self._ledger.clock()
+            self._pending.append(
+                PendingCall(self._scope, key, self._purpose, name, result.usage, at)
+            )
         return result
