@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import limits
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -69,6 +70,10 @@ DEFAULT_SUMMARY_CONCURRENCY = 4
 """Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
+DEFAULT_RATE_LIMIT_USER = "10/minute;100/hour"
+"""Turns one person may ask of one bot (``limits`` notation; several windows with ``;``)."""
+DEFAULT_RATE_LIMIT_CHAT = "30/minute;300/hour"
+"""Turns one chat may ask of one bot, whoever asks."""
 """Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_TOOL_LISTING_BUDGET = 0.05
 """Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
@@ -331,6 +336,11 @@ class Settings(BaseSettings):
     memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
     memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
 
+    rate_limit_user: str = DEFAULT_RATE_LIMIT_USER
+    """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""
+    rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
+    """Turns per chat and bot, same notation."""
+
     log_level: str = "INFO"
     log_json: bool = True
 
@@ -352,6 +362,21 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("rate_limit_user", "rate_limit_chat")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        value = value.strip()
+        if value.lower() in ("", "off"):
+            return ""
+        try:
+            limits.parse_many(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a rate limit: write e.g. '10/minute' or "
+                "'10/minute;100/hour' (or 'off')"
+            ) from None
         return value
 
     @field_validator("compression_in_place")

@@ -25,6 +25,7 @@ from agent_core.tools.kit import ToolKit
 from workers.bots import BotDirectory
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.inbound_limits import InboundLimiter
 from workers.intake import Intake
 from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
@@ -109,6 +110,7 @@ class Runtime:
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
             background=BackgroundRing.of(lines) if lines is not None else None,
+            limiter=InboundLimiter.from_settings(settings),
         )
 
     def close(self) -> None:

@@ -179,6 +179,15 @@ class TurnRunner:
             message, chat_session, persona = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
             request = TurnRequest(chat_session.id, message.id, message.anchor_seq, persona)
+            if message.meta.get("rate_limited"):
+                metrics.TURNS.labels("rate_limited").inc()
+                return (
+                    self._record(
+                        db, chat_session, message, notices.RATE_LIMITED, MessageKind.NOTICE
+                    ),
+                    None,
+                    None,
+                )
             if command in COMPACTION_COMMANDS:
                 focus = str(message.meta.get("command_args", "")).strip()
                 return None, request, focus
