@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import limits
 import yaml
 from pydantic import (
     AfterValidator,
@@ -72,6 +73,10 @@ DEFAULT_SUMMARY_CONCURRENCY = 4
 """Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
+DEFAULT_RATE_LIMIT_USER = "10/minute;100/hour"
+"""Turns one person may ask of one bot (``limits`` notation; several windows with ``;``)."""
+DEFAULT_RATE_LIMIT_CHAT = "30/minute;300/hour"
+"""Turns one chat may ask of one bot, whoever asks."""
 """Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_TOOL_LISTING_BUDGET = 0.05
 """Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
@@ -369,6 +374,11 @@ class Settings(BaseSettings):
     """A YAML or JSON file of USD per token for models litellm's price map does not know
     (``openai/my-model: {input: 0.0000005, output: 0.0000015}``)."""
 
+    rate_limit_user: str = DEFAULT_RATE_LIMIT_USER
+    """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""
+    rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
+    """Turns per chat and bot, same notation."""
+
     log_level: str = "INFO"
     log_json: bool = True
 
@@ -403,6 +413,21 @@ class Settings(BaseSettings):
     def model_prices(self) -> dict[str, ModelPrice]:
         """The operator's model prices (empty without ``HUBBUB_MODEL_COSTS``)."""
         return load_model_prices(self.model_costs) if self.model_costs is not None else {}
+
+    @field_validator("rate_limit_user", "rate_limit_chat")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        value = value.strip()
+        if value.lower() in ("", "off"):
+            return ""
+        try:
+            limits.parse_many(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a rate limit: write e.g. '10/minute' or "
+                "'10/minute;100/hour' (or 'off')"
+            ) from None
+        return value
 
     @field_validator("compression_in_place")
     @classmethod

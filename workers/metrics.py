@@ -12,14 +12,19 @@ log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
+RATE_LIMIT_ERRORS = Counter(
+    "hubbub_rate_limit_errors_total",
+    "Inbound rate-limit checks that could not reach their store (the message went through).",
+)
 INBOUND = Counter(
     "hubbub_inbound_messages_total",
-    "Messages received from platforms, by outcome (accepted, duplicate, rejected, ignored).",
+    "Messages received from platforms, by outcome (accepted, duplicate, rejected, ignored, "
+    "rate_limited: stored, but over a sender's or chat's turn limit).",
     ["platform", "outcome"],
 )
 TURNS = Counter(
     "hubbub_turns_total",
-    "Turns finished, by outcome (reply, command, provider_error, config_error).",
+    "Turns finished, by outcome (reply, command, provider_error, config_error, rate_limited).",
     ["outcome"],
 )
 TURN_SECONDS = Histogram(

@@ -28,6 +28,7 @@ from workers import metrics
 from workers.bots import BotDirectory
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.inbound_limits import InboundLimiter
 from workers.intake import Intake
 from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
@@ -126,6 +127,7 @@ class Runtime:
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
             background=BackgroundRing.of(lines) if lines is not None else None,
+            limiter=InboundLimiter.from_settings(settings),
         )
 
     def close(self) -> None:

@@ -186,6 +186,15 @@ class TurnRunner:
                 tenant_id=chat_session.tenant_id,
                 user_id=message.speaker_id,
             )
+            if message.meta.get("rate_limited"):
+                metrics.TURNS.labels("rate_limited").inc()
+                return (
+                    self._record(
+                        db, chat_session, message, notices.RATE_LIMITED, MessageKind.NOTICE
+                    ),
+                    None,
+                    None,
+                )
             if command in COMPACTION_COMMANDS:
                 focus = str(message.meta.get("command_args", "")).strip()
                 return None, request, focus
