@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -331,6 +332,12 @@ class Settings(BaseSettings):
     memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
     memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
 
+    otel_exporter_otlp_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "otel_exporter_otlp_endpoint"),
+    )
+    """OTLP/HTTP collector (``http://collector:4318``): set, every process exports traces
+    there; unset, tracing is off. OpenTelemetry's own variable, not a ``HUBBUB_`` one."""
     log_level: str = "INFO"
     log_json: bool = True
 
