@@ -2,8 +2,9 @@
 
 With ``HUBBUB_INTERNAL_PORT`` set, the API docs, the Prometheus metrics and the operators'
 web console are served only on the internal listener (loopback by default), never on the
-public one that an ingress or the internet reaches. Both sockets are bound before serving starts, so a port in use
-stops the gateway at once with a clear message instead of half-starting it.
+public one that an ingress or the internet reaches. Both sockets are bound before serving
+starts, so a port in use stops the gateway at once with a clear message instead of
+half-starting it.
 """
 
 from __future__ import annotations
