@@ -18,6 +18,7 @@ import limits
 import yaml
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -379,6 +380,12 @@ class Settings(BaseSettings):
     rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
     """Turns per chat and bot, same notation."""
 
+    otel_exporter_otlp_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "otel_exporter_otlp_endpoint"),
+    )
+    """OTLP/HTTP collector (``http://collector:4318``): set, every process exports traces
+    there; unset, tracing is off. OpenTelemetry's own variable, not a ``HUBBUB_`` one."""
     log_level: str = "INFO"
     log_json: bool = True
 

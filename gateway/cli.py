@@ -1,4 +1,4 @@
-"""The ``hubbub`` command: ``up``, ``gateway``, ``worker``, ``migrate``, ``doctor``."""
+"""The ``hubbub`` command: ``up``, ``gateway``, ``worker``, ``migrate``, ``backup``, ``restore``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from importlib.metadata import version as package_version
 from types import FrameType
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from agent_core.config import Settings, load_settings
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.logs import configure_logging
-from gateway import admin_cli, keys_cli, sessions_cli, usage_cli
+from gateway import admin_cli, backup_cli, keys_cli, sessions_cli, usage_cli
 
 if TYPE_CHECKING:
     from gateway.supervisor import WorkerSupervisor
@@ -98,6 +99,18 @@ def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
     _AnnouncingServer(config, settings).run(sockets=sockets)
 
 
+def _holding_database(settings: Settings) -> AbstractContextManager[None]:
+    """Mark an embedded SQLite database as in use: `hubbub restore` refuses meanwhile."""
+    from agent_core.db.backup import hold_database, sqlite_path
+    from agent_core.errors import InvalidInput
+
+    try:
+        database = sqlite_path(settings.resolved_database_url)
+    except InvalidInput:
+        return nullcontext()  # Postgres, or an in-memory database: nothing to restore into
+    return hold_database(database)
+
+
 def _exit_quietly(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
 
@@ -112,6 +125,11 @@ def up(host: Host = None, port: Port = None) -> None:
     """
     settings = _settings(host=host, port=port)
     sockets = _listen(settings)
+    with _holding_database(settings):
+        _run_up(settings, sockets)
+
+
+def _run_up(settings: Settings, sockets: list[socket.socket]) -> None:
     upgrade_to_head(settings.resolved_database_url)
     worker: WorkerSupervisor | None = None
     if settings.redis_url is not None:
@@ -136,7 +154,9 @@ def up(host: Host = None, port: Port = None) -> None:
 def gateway(host: Host = None, port: Port = None) -> None:
     """Run the HTTP gateway only (production: run `hubbub migrate` first)."""
     settings = _settings(host=host, port=port)
-    _serve(settings, _listen(settings))
+    sockets = _listen(settings)
+    with _holding_database(settings):
+        _serve(settings, sockets)
 
 
 @app.command()
@@ -188,6 +208,18 @@ def migrate() -> None:
     settings = _settings()
     upgrade_to_head(settings.resolved_database_url)
     typer.echo("Database schema is up to date.")
+
+
+@app.command()
+def backup(path: backup_cli.Target, force: backup_cli.BackupForce = False) -> None:
+    """Copy the embedded SQLite database to PATH, consistent while `hubbub up` runs."""
+    backup_cli.backup(_settings(), path, force=force)
+
+
+@app.command()
+def restore(path: backup_cli.Target, force: backup_cli.RestoreForce = False) -> None:
+    """Replace the embedded SQLite database with the backup PATH (gateway stopped)."""
+    backup_cli.restore(_settings(), path, force=force)
 
 
 @app.command()

@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.fixtures.redis",
     "tests.fixtures.services",
     "tests.fixtures.restartable",
+    "tests.fixtures.traces",
 ]
 
 settings.register_profile(

@@ -13,6 +13,7 @@ from celery.app.amqp import AMQP
 from kombu.connection import Connection
 from kombu.transport import redis as kombu_redis
 
+from agent_core import tracing
 from agent_core.config import Settings
 
 QUEUE = "hubbub"
@@ -125,5 +126,11 @@ class CeleryDispatcher:
         self._app.send_task(DELIVER_TASK, args=[outbox_id], queue=QUEUE)
 
     def kick_compaction(self, session_id: str, trigger: str = "background") -> None:
-        """Queue a compaction of the session off the reply path."""
-        self._app.send_task(COMPACT_TASK, args=[session_id, trigger], queue=QUEUE)
+        """Queue a compaction of the session off the reply path.
+
+        With tracing on, the task's ``traceparent`` header names the span that asked for it
+        (a turn, or a message's intake): the compaction's own trace links back to it.
+        """
+        traceparent = tracing.traceparent()
+        headers = {tracing.TRACEPARENT: traceparent} if traceparent is not None else None
+        self._app.send_task(COMPACT_TASK, args=[session_id, trigger], queue=QUEUE, headers=headers)

@@ -30,6 +30,7 @@ from tenacity import (
 from adapters.base import Deliverer, DeliveryError
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.registry import create_deliverer
+from agent_core import tracing
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession
@@ -111,7 +112,17 @@ class DeliveryService:
         return deliverer, loop
 
     def deliver(self, outbox_id: int) -> bool:
-        """Send one reply if it is due and unclaimed; ``True`` when this call delivered it."""
+        """Send one reply if it is due and unclaimed; ``True`` when this call delivered it.
+
+        Inside a traced turn the attempt is a ``hubbub.delivery`` span of it.
+        """
+        with tracing.nested("hubbub.delivery", kind=tracing.SpanKind.PRODUCER) as span:
+            delivered = self._deliver(outbox_id)
+            if span.is_recording():
+                span.set_attributes({"hubbub.outbox_id": outbox_id, "hubbub.delivered": delivered})
+            return delivered
+
+    def _deliver(self, outbox_id: int) -> bool:
         # The claim is durable: it must be on disk before anything reaches the platform.
         with transaction(self._factory) as db:
             claim = OutboxRepository.from_session(db).claim(outbox_id, claim_seconds=CLAIM_SECONDS)

@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from sqlalchemy import delete
 
+from agent_core import tracing
 from agent_core.compaction.triggers import Trigger
 from agent_core.db.engine import transaction
 from agent_core.db.models import SessionLock
@@ -81,12 +82,13 @@ class EmbeddedRunner:
             if session_id in self._compacting:
                 return
             self._compacting.add(session_id)
-        self._submit(self._compact, session_id, trigger)
+        # The span that asked (a turn, a message's intake), for the compaction's trace to link to.
+        self._submit(self._compact, session_id, trigger, tracing.traceparent())
 
-    def _compact(self, session_id: str, trigger: str) -> str:
+    def _compact(self, session_id: str, trigger: str, link: str | None) -> str:
         with self._lock:
             self._compacting.discard(session_id)
-        return self._runtime.turns.compact(session_id, Trigger(trigger)).outcome
+        return self._runtime.turns.compact(session_id, Trigger(trigger), link=link).outcome
 
     def _sweep_loop(self) -> None:
         rt = self._runtime

@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.messages import InboundMessage
+from agent_core import tracing
 from agent_core.commands import is_command
 from agent_core.compaction.triggers import BackgroundRing
 from agent_core.db.engine import transaction
@@ -100,11 +101,37 @@ class Intake:
         """Store the message (once) and schedule its turn.
 
         Returns ``None`` when the message is ignored: an unknown bot, or a sender or chat
-        outside the bot's allowlist. Ignoring costs nothing and stores nothing.
+        outside the bot's allowlist. Ignoring costs nothing and stores nothing. With
+        tracing on, the message's trace starts here and is stored with the message.
 
         Raises:
             InvalidInput: the message is empty or too long; nothing was stored.
         """
+        if not tracing.enabled():
+            return self._accept(inbound)
+        with tracing.span("hubbub.inbound", root=True, kind=tracing.SpanKind.SERVER) as span:
+            span.set_attributes(
+                {
+                    "hubbub.platform": inbound.platform,
+                    "hubbub.tenant": inbound.tenant_id,
+                    "hubbub.bot": inbound.bot_name,
+                    "hubbub.event": inbound.event,
+                }
+            )
+            accepted = self._accept(inbound)
+            span.set_attribute("hubbub.ignored", accepted is None)
+            if accepted is not None:
+                span.set_attributes(
+                    {
+                        "hubbub.session_id": accepted.session_id,
+                        "hubbub.message_id": accepted.message_id,
+                        "hubbub.duplicate": accepted.duplicate,
+                        "hubbub.triggers": accepted.triggers,
+                    }
+                )
+            return accepted
+
+    def _accept(self, inbound: InboundMessage) -> Accepted | None:
         if inbound.event != "delete":
             validate_text(inbound.text, self._max_chars)
         bot = self._bots.resolve(inbound.tenant_id, inbound.platform, inbound.bot_name)
@@ -192,6 +219,9 @@ class Intake:
             else None
         )
         meta = dict(inbound.meta)
+        traceparent = tracing.traceparent()
+        if traceparent is not None:
+            meta[tracing.TRACEPARENT] = traceparent
         if command is not None:
             meta.update(command=command, command_args=inbound.command_args)
         return IncomingMessage(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core import tracing
 from agent_core.agent import AgentServices
 from agent_core.compaction.runner import Compactor
 from agent_core.compaction.triggers import BackgroundRing, Lines
@@ -34,6 +35,9 @@ from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
 
 log = logging.getLogger(__name__)
+
+SERVICE_NAME = "hubbub"
+"""The traces' service name unless ``OTEL_SERVICE_NAME`` gives one."""
 
 
 def compaction_lines(settings: Settings, models: ModelSet) -> Lines | None:
@@ -75,6 +79,7 @@ class Runtime:
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
+        tracing.configure(settings.otel_exporter_otlp_endpoint, service=SERVICE_NAME)
         self.engine: Engine = create_db_engine(settings.resolved_database_url)
         self.factory: sessionmaker[Session] = make_session_factory(self.engine)
         secret = settings.secret_key.get_secret_value() if settings.secret_key else None

@@ -10,6 +10,7 @@ from celery import signals
 
 from agent_core.compaction.triggers import Trigger
 from agent_core.logs import configure_logging
+from agent_core.tracing import TRACEPARENT
 from workers import metrics
 from workers.app import app
 from workers.broker import COMPACT_TASK, DELIVER_TASK, DRAIN_TASK, CeleryDispatcher
@@ -49,7 +50,8 @@ def deliver_reply(outbox_id: int) -> bool:
 @app.task(name=COMPACT_TASK)
 def compact_session(session_id: str, trigger: str = Trigger.BACKGROUND) -> str:
     """Compact a session off the reply path (busy or quiet group threads between turns)."""
-    return runtime().turns.compact(session_id, Trigger(trigger)).outcome
+    link = getattr(compact_session.request, TRACEPARENT, None)
+    return runtime().turns.compact(session_id, Trigger(trigger), link=link).outcome
 
 
 def _sweep_loop() -> None:

@@ -16,7 +16,7 @@ import time
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent_core import notices
+from agent_core import notices, tracing
 from agent_core.agent import Agent, AgentServices, TurnEnd, TurnOutcome, TurnRequest
 from agent_core.commands import COMPACTION_COMMANDS, CommandContext, ContextGauge, run_command
 from agent_core.compaction.runner import CompactionReport, RunStatus
@@ -70,6 +70,22 @@ def _log_turn(
             ),
         },
     )
+
+
+def _turn_attributes(
+    request: TurnRequest | None, outcome: TurnOutcome | None, kind: str | None
+) -> dict[str, str | int]:
+    """What the turn span says about how the turn went: its end and what it spent."""
+    if request is None:
+        return {"hubbub.outcome": "gone"}
+    calls = outcome.calls if outcome is not None else ()
+    return {
+        "hubbub.outcome": kind or (str(outcome.end) if outcome is not None else "gone"),
+        "hubbub.model_calls": len(calls),
+        "hubbub.tool_calls": outcome.tool_calls if outcome is not None else 0,
+        "gen_ai.usage.input_tokens": sum(c.usage.prompt_tokens for c in calls if c.usage),
+        "gen_ai.usage.output_tokens": sum(c.usage.completion_tokens for c in calls if c.usage),
+    }
 
 
 class TurnRunner:
@@ -137,16 +153,59 @@ class TurnRunner:
                     session_id, limit=PENDING_BATCH
                 )
 
-    def compact(self, session_id: str, trigger: Trigger) -> CompactionReport:
-        """Compact a session off the reply path (busy or quiet group threads between turns)."""
-        report = self._services.compactor.run(session_id, trigger)
+    def compact(
+        self, session_id: str, trigger: Trigger, *, link: str | None = None
+    ) -> CompactionReport:
+        """Compact a session off the reply path (busy or quiet group threads between turns).
+
+        ``link`` is the traceparent of the span that asked for it, if traced.
+        """
+        report = self._services.compactor.run(session_id, trigger, link=link)
         record_compaction_metrics([report])
         return report
 
     # -- one turn ---------------------------------------------------------------------
 
     def run_turn(self, message_id: int) -> None:
-        """Answer one message (idempotent: a message already answered is left alone)."""
+        """Answer one message (idempotent: a message already answered is left alone).
+
+        With tracing on, the turn is a span continuing the message's trace (the
+        traceparent stored at intake), whoever rang for it: the doorbell or the sweeper.
+        """
+        if not tracing.enabled():
+            self._run_turn(message_id)
+            return
+        origin = self._origin(message_id)
+        parent = origin.pop(tracing.TRACEPARENT, None)
+        with tracing.span(
+            "hubbub.turn", parent=str(parent) if parent else None, kind=tracing.SpanKind.CONSUMER
+        ) as span:
+            span.set_attributes(origin)
+            request, outcome, kind = self._run_turn(message_id)
+            span.set_attributes(_turn_attributes(request, outcome, kind))
+
+    def _origin(self, message_id: int) -> dict[str, str | int]:
+        """Who the message came from and its stored trace, for the turn's span."""
+        with transaction(self._factory, durable=False) as db:
+            message = db.get(Message, message_id)
+            chat_session = db.get(ChatSession, message.session_id) if message else None
+            if message is None or chat_session is None:
+                return {"hubbub.message_id": message_id}
+            origin: dict[str, str | int] = {
+                "hubbub.message_id": message_id,
+                "hubbub.session_id": chat_session.id,
+                "hubbub.tenant": chat_session.tenant_id,
+                "hubbub.bot": chat_session.bot_id,
+                "hubbub.platform": chat_session.platform,
+            }
+            stored = message.meta.get(tracing.TRACEPARENT)
+            if isinstance(stored, str):
+                origin[tracing.TRACEPARENT] = stored
+            return origin
+
+    def _run_turn(
+        self, message_id: int
+    ) -> tuple[TurnRequest | None, TurnOutcome | None, str | None]:
         started = time.perf_counter()
         llm_seconds = 0.0
         outcome: TurnOutcome | None = None
@@ -161,8 +220,10 @@ class TurnRunner:
         elapsed = time.perf_counter() - started
         metrics.TURN_SECONDS.observe(elapsed)
         metrics.TURN_OVERHEAD_SECONDS.observe(max(elapsed - llm_seconds, 0.0))
+        kind = "command" if command is not None else None
         if request is not None:
-            _log_turn(request, outcome, "command" if command is not None else None, elapsed)
+            _log_turn(request, outcome, kind, elapsed)
+        return request, outcome, kind
 
     def _begin(self, message_id: int) -> tuple[int | None, TurnRequest | None, str | None]:
         """Load the turn; commands that need no model call are answered right here.

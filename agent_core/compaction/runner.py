@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core import tracing
 from agent_core.compaction.service import (
     Measurements,
     apply_compaction,
@@ -100,6 +101,24 @@ class CompactionReport:
     def outcome(self) -> str:
         """One word for logs and metrics: the engine's outcome, or how far the attempt got."""
         return self.result.outcome if self.result is not None else self.status
+
+
+def _report_attributes(report: CompactionReport) -> dict[str, str | int | bool]:
+    """What a compaction span says about the attempt: outcome, strategy, tokens."""
+    attributes: dict[str, str | int | bool] = {
+        "hubbub.outcome": str(report.outcome),
+        "hubbub.applied": report.applied,
+    }
+    if report.result is not None:
+        attributes.update(
+            {
+                "hubbub.strategy": str(report.result.strategy),
+                "hubbub.tokens_before": report.result.tokens_before,
+                "hubbub.tokens_after": report.result.tokens_after,
+                "hubbub.fallback_used": report.result.fallback_used,
+            }
+        )
+    return attributes
 
 
 def exact_size(
@@ -182,6 +201,7 @@ class Compactor:
         wait_seconds: float = 0.0,
         tools: Sequence[Mapping[str, Any]] | None = None,
         overhead_tokens: int = 0,
+        link: str | None = None,
     ) -> CompactionReport:
         """Compact the session if the trigger's rule says so, holding its lease.
 
@@ -197,7 +217,51 @@ class Compactor:
             tools: the tool schemas the next request sends (preflight estimates them).
             overhead_tokens: our count of what the next request adds beyond its messages
                 (those tool schemas).
+            link: the traceparent of what asked for it from elsewhere (a turn, a message's
+                intake), when traced.
+
+        With tracing on, each attempt is the root span of a trace of its own, linked to the
+        turn it runs in (the current span) and to ``link``.
         """
+        if not tracing.enabled():
+            return self._run(
+                session_id,
+                trigger,
+                user_id,
+                up_to_anchor,
+                focus_topic,
+                wait_seconds,
+                tools,
+                overhead_tokens,
+            )
+        with tracing.span(
+            "hubbub.compaction", root=True, links=(tracing.traceparent(), link)
+        ) as span:
+            span.set_attributes({"hubbub.session_id": session_id, "hubbub.trigger": str(trigger)})
+            report = self._run(
+                session_id,
+                trigger,
+                user_id,
+                up_to_anchor,
+                focus_topic,
+                wait_seconds,
+                tools,
+                overhead_tokens,
+            )
+            span.set_attributes(_report_attributes(report))
+            return report
+
+    def _run(
+        self,
+        session_id: str,
+        trigger: Trigger,
+        user_id: str | None,
+        up_to_anchor: int | None,
+        focus_topic: str | None,
+        wait_seconds: float,
+        tools: Sequence[Mapping[str, Any]] | None,
+        overhead_tokens: int,
+    ) -> CompactionReport:
         owner = lock.owner_identity()
         lease = self.settings.lease_seconds
         deadline = time.monotonic() + wait_seconds

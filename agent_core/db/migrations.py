@@ -40,3 +40,16 @@ def current_revision(url: str) -> str | None:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
+
+
+def known_revision(revision: str) -> bool:
+    """Whether ``revision`` is one of the repository's migrations (older or the head)."""
+    from alembic.util import CommandError
+
+    script = ScriptDirectory.from_config(_config("sqlite://"))
+    try:
+        found = script.get_revision(revision)
+    except CommandError:
+        return False
+    # Alembic also accepts a unique prefix; a stored revision is always the whole id.
+    return found is not None and found.revision == revision

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from agent_core import tracing
 from agent_core.config import Settings
 from agent_core.llm.litellm_model import LiteLLMModel
 from agent_core.llm.model import ChatModel
+from agent_core.llm.wrapper import TracedModel
 
 ModelFactory = Callable[[], ChatModel]
 
@@ -33,21 +35,21 @@ class ModelSet:
         self._summary = summary
 
     def main(self) -> ChatModel:
-        """The main model.
+        """The main model (its calls are spans when tracing is on).
 
         Raises:
             ConfigError: no model is configured.
         """
-        return self._main()
+        return _traced(self._main())
 
     def summary(self) -> ChatModel | None:
         """The summary model, when one other than the main model is configured."""
         if self._summary is not None:
-            return self._summary()
+            return _traced(self._summary())
         settings = self._settings
         if not settings.compression_model:
             return None
-        return LiteLLMModel(
+        model = LiteLLMModel(
             replace(
                 settings.llm,
                 model=settings.compression_model,
@@ -55,3 +57,9 @@ class ModelSet:
                 max_output_tokens=None,
             )
         )
+        return _traced(model)
+
+
+def _traced(model: ChatModel) -> ChatModel:
+    """``model`` as it is, or wrapped in spans when tracing is on."""
+    return TracedModel(model) if tracing.enabled() else model

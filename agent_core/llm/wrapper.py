@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent_core import tracing
 from agent_core.errors import ProviderError
 from agent_core.llm.model import ChatModel, ChatResult, Message
 
@@ -96,6 +97,41 @@ class MeteredModel(WrapperModel):
             return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
         finally:
             self.meter.add(time.thread_time() - started)
+
+
+class TracedModel(WrapperModel):
+    """A chat model whose calls are spans of the current turn or compaction.
+
+    Attributes follow OpenTelemetry's GenAI conventions: the model and the token counts
+    the provider reported, never the prompt or the answer.
+    """
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """The wrapped model's answer, inside a ``hubbub.llm`` span."""
+        with tracing.nested("hubbub.llm", kind=tracing.SpanKind.CLIENT) as span:
+            span.set_attributes(
+                {"gen_ai.request.model": self.name, "hubbub.tools_offered": len(tools or ())}
+            )
+            result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+            attributes: dict[str, str | int] = {
+                "gen_ai.response.model": result.model or self.name,
+                "hubbub.attempts": result.attempts,
+                "hubbub.tool_calls": len(result.tool_calls or ()),
+            }
+            if result.finish_reason:
+                attributes["gen_ai.response.finish_reasons"] = result.finish_reason
+            if result.usage is not None:
+                attributes["gen_ai.usage.input_tokens"] = result.usage.prompt_tokens
+                attributes["gen_ai.usage.output_tokens"] = result.usage.completion_tokens
+                attributes["hubbub.cached_tokens"] = result.usage.cached_tokens
+            span.set_attributes(attributes)
+            return result
 
 
 class EmptyReplyError(ProviderError):

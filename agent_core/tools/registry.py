@@ -13,6 +13,7 @@ from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from agent_core import tracing
 from agent_core.config import ToolSettings
 from agent_core.sessions.transcript import GROUP
 from agent_core.tokens import TokenCounter, rough_tokens
@@ -143,11 +144,23 @@ class ToolRegistry:
         """
         function = call.get("function") or {}
         name = str(function.get("name") or "")
-        # A deferred tool called by its own name (learnt from tool_search) runs as well.
-        tool = next((t for t in self._visible if t.name == name), None) or self._tools.get(name)
-        if tool is None:
-            return ToolOutput(self._unknown(name), is_error=True)
-        return self._run(tool, function.get("arguments"), ctx)
+        with tracing.nested("hubbub.tool") as span:
+            # A deferred tool called by its own name (learnt from tool_search) runs as well.
+            tool = next((t for t in self._visible if t.name == name), None) or self._tools.get(name)
+            output = (
+                ToolOutput(self._unknown(name), is_error=True)
+                if tool is None
+                else self._run(tool, function.get("arguments"), ctx)
+            )
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "gen_ai.tool.name": name,
+                        "hubbub.known": tool is not None,
+                        "hubbub.error": output.is_error,
+                    }
+                )
+            return output
 
     def execute_all(
         self, calls: Sequence[dict[str, Any]], ctx: ToolContext

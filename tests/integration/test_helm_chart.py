@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,9 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from prometheus_client import REGISTRY
 
+import workers.metrics  # noqa: F401  (registers the metrics the dashboard must chart)
 from agent_core.config import Settings, load_settings
 
 pytestmark = pytest.mark.integration
@@ -295,7 +298,9 @@ class TestSettings:
         for name, value in data.items():
             clean_hubbub_env.setenv(name, value)
         settings = load_settings()
-        chart_owned = {"host", "home"}
+        # The chart's own choices for pods: listen on every interface, a fixed home, and the
+        # internal listener on, so /metrics, /docs and the console stay off the Ingress.
+        chart_owned = {"host", "home", "internal_host", "internal_port"}
         for field, info in Settings.model_fields.items():
             if field in chart_owned or f"HUBBUB_{field.upper()}" not in data:
                 continue
@@ -452,7 +457,10 @@ class TestGateway:
         docs = render({"gateway": {"port": 9000}})
         main = container(one(docs, "Deployment", "gateway"))
         assert main["args"] == ["gateway"]
-        assert main["ports"] == [{"name": "http", "containerPort": 9000, "protocol": "TCP"}]
+        assert main["ports"] == [
+            {"name": "http", "containerPort": 9000, "protocol": "TCP"},
+            {"name": "internal", "containerPort": 9090, "protocol": "TCP"},
+        ]
         assert config_data(docs)["HUBBUB_PORT"] == "9000"
         assert config_data(docs)["HUBBUB_HOST"] == "0.0.0.0"
         assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
@@ -537,7 +545,7 @@ class TestServiceMonitor:
         assert monitor["metadata"]["labels"]["release"] == "prom"
         selector = monitor["spec"]["selector"]["matchLabels"].items()
         wanted = {(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]}
-        assert wanted == {("http", "/metrics"), ("metrics", "/metrics")}
+        assert wanted == {("internal", "/metrics"), ("metrics", "/metrics")}
         offered = {
             (port["name"], "/metrics")
             for service in find(docs, "Service")
@@ -545,6 +553,125 @@ class TestServiceMonitor:
             for port in service["spec"]["ports"]
         }
         assert wanted <= offered
+
+
+class TestOperations:
+    def test_disruption_budgets_cover_gateway_and_workers(self, render: Render) -> None:
+        docs = render()
+        for component in ("gateway", "worker"):
+            budget = one(docs, "PodDisruptionBudget", component)
+            pods = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["labels"]
+            assert budget["spec"]["selector"]["matchLabels"].items() <= pods.items()
+
+    def test_workers_scale_on_cpu_and_queue_depth(self, render: Render) -> None:
+        assert find(render(), "HorizontalPodAutoscaler") == []
+        assert one(render(), "Deployment", "worker")["spec"]["replicas"] == 2
+        docs = render(
+            {
+                "worker": {
+                    "autoscaling": {
+                        "enabled": True,
+                        "minReplicas": 2,
+                        "maxReplicas": 20,
+                        "queueDepth": {"enabled": True, "selector": {"queue": "hubbub"}},
+                    }
+                }
+            }
+        )
+        hpa = one(docs, "HorizontalPodAutoscaler", "worker")
+        workers = one(docs, "Deployment", "worker")
+        assert "replicas" not in workers["spec"]  # the HPA owns the count
+        assert hpa["apiVersion"] == "autoscaling/v2"
+        assert hpa["spec"]["scaleTargetRef"] == {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": workers["metadata"]["name"],
+        }
+        assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 20)
+        cpu, queue = hpa["spec"]["metrics"]
+        assert cpu["resource"] == {
+            "name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 70},
+        }
+        assert queue["external"] == {
+            "metric": {
+                "name": "hubbub_queue_depth",
+                "selector": {"matchLabels": {"queue": "hubbub"}},
+            },
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        }
+
+    def test_autoscaling_bounds_are_checked(self, render: Render) -> None:
+        with pytest.raises(HelmError, match="maxReplicas"):
+            render(
+                {"worker": {"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}}}
+            )
+
+    def test_operator_endpoints_stay_off_the_ingress_by_default(self, render: Render) -> None:
+        docs = render({"ingress": {"enabled": True}})
+        config = config_data(docs)
+        assert config["HUBBUB_INTERNAL_PORT"] == "9090"
+        assert config["HUBBUB_INTERNAL_HOST"] == "0.0.0.0"
+        ports = {p["name"]: p for p in one(docs, "Service", "gateway")["spec"]["ports"]}
+        assert ports["http"]["targetPort"] == "http"
+        for rule in one(docs, "Ingress")["spec"]["rules"]:
+            for path in rule["http"]["paths"]:
+                assert path["backend"]["service"]["port"] == {"number": ports["http"]["port"]}
+
+    def test_network_policies_admit_only_what_each_port_needs(self, render: Render) -> None:
+        assert find(render(), "NetworkPolicy") == []
+        docs = render({"networkPolicy": {"enabled": True}})
+        nginx = [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+        ]
+        prometheus = [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ]
+        admitted: dict[str, dict[str, Any]] = {}
+        for component in ("gateway", "worker"):
+            policy = one(docs, "NetworkPolicy", component)
+            workload = one(docs, "Deployment", component)
+            labels = workload["spec"]["template"]["metadata"]["labels"]
+            assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+            assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+            named_ports = {p["name"] for p in container(workload)["ports"]}
+            admitted[component] = {}
+            for rule in policy["spec"]["ingress"]:
+                (port,) = rule["ports"]
+                assert port["port"] in named_ports
+                admitted[component][port["port"]] = rule["from"]  # never open to everyone
+            egress = {
+                (p["port"], p["protocol"]) for r in policy["spec"]["egress"] for p in r["ports"]
+            }
+            assert egress == {(53, "UDP"), (53, "TCP"), (5432, "TCP"), (6379, "TCP"), (443, "TCP")}
+        assert admitted == {
+            "gateway": {"http": nginx, "internal": prometheus},
+            "worker": {"metrics": prometheus},
+        }
+
+    def test_grafana_dashboard_charts_metrics_that_exist(self, render: Render) -> None:
+        def boards(docs: Docs) -> list[dict[str, Any]]:
+            return [d for d in find(docs, "ConfigMap") if "hubbub.json" in d.get("data", {})]
+
+        assert boards(render()) == []
+        (board,) = boards(render({"grafanaDashboard": {"enabled": True}}))
+        assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+        dashboard = json.loads(board["data"]["hubbub.json"])
+        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+        exported = {
+            family.name + suffix
+            for family in REGISTRY.collect()
+            for suffix in suffixes.get(family.type, ("",))
+        }
+        titles = " ".join(p["title"].lower() for p in dashboard["panels"])
+        for topic in ("turns", "latency", "tokens", "compactions", "deliveries", "429"):
+            assert topic in titles, topic
+        charted = set()
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                charted |= set(re.findall(r"hubbub_[a-z_]+", target["expr"]))
+        assert charted, "the dashboard charts nothing"
+        assert charted <= exported, charted - exported
 
 
 class TestNotes:
@@ -574,6 +701,7 @@ class TestNotes:
         assert "embedded mode (SQLite, turns in-process) is for one" in text
         assert "exec deploy/hubbub-gateway -- hubbub doctor" in text
         assert "port-forward svc/hubbub-gateway 8080:80" in text
+        assert "port-forward svc/hubbub-gateway 9090:9090" in text  # metrics, docs, console
         assert "config.model is empty" not in text
 
     def test_warns_about_telegram_polling_from_several_gateways(

@@ -150,6 +150,9 @@ Included by every workload template, so `helm template` fails early and clearly.
 {{- if and (gt (int $v.gateway.replicaCount) 1) (eq $v.config.telegramMode "polling") -}}
 {{- fail "\n\nconfig.telegramMode=polling works with one gateway replica only (Telegram allows one poller per bot). Set config.publicUrl and telegramMode auto or webhook, or gateway.replicaCount=1." -}}
 {{- end -}}
+{{- if and $v.worker.autoscaling.enabled (lt (int $v.worker.autoscaling.maxReplicas) (int $v.worker.autoscaling.minReplicas)) -}}
+{{- fail (printf "\n\nworker.autoscaling.maxReplicas (%v) must not be below worker.autoscaling.minReplicas (%v)." $v.worker.autoscaling.maxReplicas $v.worker.autoscaling.minReplicas) -}}
+{{- end -}}
 {{- if and (eq $v.config.telegramMode "webhook") (not $v.config.publicUrl) -}}
 {{- fail "\n\nconfig.telegramMode=webhook needs config.publicUrl (Telegram posts to <publicUrl>/webhooks/telegram/<bot>)." -}}
 {{- end -}}
