@@ -55,9 +55,12 @@ from agent_core.tools import (
     DatabaseResultStore,
     ToolContext,
     ToolRegistry,
+    ToolResultDraft,
     append_tool_exchange,
     fit_results,
+    journal,
 )
+from agent_core.tools.journal import ToolRound
 from agent_core.tools.kit import ToolKit
 
 log = logging.getLogger(__name__)
@@ -119,6 +122,8 @@ class _Loop:
     view: SessionView
     system_prompt: str
     tools: _Tools | None = None
+    unfinished: ToolRound | None = None
+    """A tool round a killed run of this turn left half done: resumed before any call."""
     notices: list[str] = field(default_factory=list)
     compactions: list[CompactionReport] = field(default_factory=list)
     errors: list[ProviderError] = field(default_factory=list)
@@ -159,6 +164,8 @@ class Agent:
         compress = self._services.compression.enabled
         if compress:
             self._hygiene(loop, engine)
+        if loop.unfinished is not None and loop.tools is not None:
+            self._finish_round(loop, loop.tools, loop.unfinished)
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
             if compress:
@@ -176,7 +183,7 @@ class Agent:
                     end = TurnEnd.STEP_LIMIT
                     loop.notices.append(notices.step_limit(self._services.max_iterations))
                 return self._outcome(loop, end, text)
-            self._run_tools(loop, engine, offered, result)
+            self._run_tools(loop, offered, result)
             if compress:
                 self._post_response(loop, engine)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -208,9 +215,10 @@ class Agent:
             view = load_view(
                 db, request.session_id, services.counter, up_to_anchor=request.anchor_seq
             )
+            unfinished = journal.pending(trigger)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state)
-        return _Loop(view, system_prompt, tools)
+        return _Loop(view, system_prompt, tools, unfinished)
 
     def _tools(
         self, db: Session, chat_session: ChatSession, trigger: Message, model: ChatModel
@@ -384,17 +392,40 @@ class Agent:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _run_tools(
-        self, loop: _Loop, engine: ContextEngine, tools: _Tools, result: ChatResult
-    ) -> None:
-        """Run one response's tool calls and store the exchange (durable at once)."""
+    def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> None:
+        """Run one response's tool calls and store the exchange (durable at once).
+
+        The calls are journaled before the first one runs, so a run of this turn after a
+        crash resumes them instead of asking the model again (:mod:`agent_core.tools.journal`).
+        """
         calls = [dict(call) for call in result.tool_calls or ()]
-        loop.tool_calls += len(calls)
-        started = time.perf_counter()
-        executed = tools.registry.execute_all(calls, tools.context)
-        loop.tool_seconds += time.perf_counter() - started
-        drafts = [replace(draft, content=steer.defuse(draft.content)) for draft in executed]
+        with transaction(self._services.factory) as db:
+            unfinished = journal.begin(db, self.request.message_id, result.content, calls)
+        self._finish_round(loop, tools, unfinished)
+
+    def _finish_round(self, loop: _Loop, tools: _Tools, unfinished: ToolRound) -> None:
+        """Run the round's calls that have no stored result, then store the whole round.
+
+        Each result is journaled before the next call runs; a stored result is reused and
+        its call never runs again.
+        """
         services, request = self._services, self.request
+        loop.tool_calls += len(unfinished.calls)
+        results = dict(unfinished.results)
+        missing = unfinished.missing()
+        started = time.perf_counter()
+        for index in missing:
+            call = unfinished.calls[index]
+            draft = ToolResultDraft.of(call, tools.registry.execute(call, tools.context))
+            results[index] = draft
+            if index != missing[-1]:  # the last one is stored with the round itself
+                with transaction(services.factory) as db:
+                    journal.record(db, request.message_id, index, draft)
+        loop.tool_seconds += time.perf_counter() - started
+        drafts = [
+            replace(draft, content=steer.defuse(draft.content))
+            for draft in (results[index] for index in range(len(unfinished.calls)))
+        ]
         with transaction(services.factory) as db:
             chat_session = db.get(ChatSession, request.session_id)
             trigger = db.get(Message, request.message_id)
@@ -418,11 +449,13 @@ class Agent:
                 db,
                 chat_session,
                 trigger,
-                content=result.content,
-                tool_calls=calls,
+                content=unfinished.content,
+                tool_calls=list(unfinished.calls),
                 results=fitted,
                 counter=services.counter,
             )
+            journal.clear(trigger)
+        loop.unfinished = None
         self._reload(loop)
 
     def _outcome(self, loop: _Loop, end: TurnEnd, text: str) -> TurnOutcome:
