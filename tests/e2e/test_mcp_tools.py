@@ -35,7 +35,7 @@ from tests.fixtures.services import (
 pytestmark = pytest.mark.e2e
 
 TOKEN = "Bearer tok-e2e"
-CALLS = {
+CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "stdio": ("files__echo", {"text": "written by the stdio server"}),
     "http": ("remote__add", {"a": 40, "b": 2}),
     "dead": ("remote__echo", {"text": "anyone there?"}),
