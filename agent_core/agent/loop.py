@@ -40,6 +40,7 @@ from agent_core.context import (
     post_response_tokens,
     repair_tool_pairs,
 )
+from agent_core.context.interim import interim_transcript
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.errors import ConfigError, ContextOverflow, ProviderError
@@ -47,6 +48,7 @@ from agent_core.llm.model import ChatModel, ChatResult, Usage
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.prompt.service import restore_or_build
+from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
 from agent_core.sessions.view import SessionView, load_view
@@ -131,6 +133,8 @@ class _Loop:
     tool_calls: int = 0
     tool_seconds: float = 0.0
     steered: int = 0
+    interim_tokens: int | None = None
+    """Our count of the last request when it was the interim prompt (a compaction ran)."""
 
 
 class Agent:
@@ -350,7 +354,7 @@ class Agent:
         for attempt in range(MAX_OVERFLOW_RECOVERIES + 1):
             request = [
                 {"role": "system", "content": loop.system_prompt},
-                *_valid_for_provider(loop.view.transcript.messages),
+                *_valid_for_provider(self._messages(loop, engine)),
             ]
             try:
                 result = model.complete(request, tools=tools.schemas if tools else None)
@@ -391,6 +395,33 @@ class Agent:
             )
             return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _messages(self, loop: _Loop, engine: ContextEngine) -> list[dict[str, Any]]:
+        """The transcript the next call sends.
+
+        Over the compressor threshold while another process compacts the session, the
+        reply neither waits for that compaction nor reads everything it is folding into a
+        summary: it sends what the compaction will leave (:mod:`agent_core.context.interim`).
+        """
+        transcript = loop.view.transcript
+        loop.interim_tokens = None
+        if (
+            not self._services.compression.enabled
+            or self._size(loop).tokens < engine.threshold_tokens
+            or not lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
+        ):
+            return transcript.messages
+        keep = interim_transcript(
+            transcript.messages,
+            transcript.token_counts,
+            settings=self._services.compression,
+            threshold_tokens=engine.threshold_tokens,
+        )
+        if keep is None:
+            return transcript.messages
+        kept = sum(transcript.token_counts[i] for i in keep)
+        loop.interim_tokens = self._counted(loop) - transcript.tokens + kept
+        return [transcript.messages[i] for i in keep]
 
     def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> None:
         """Run one response's tool calls and store the exchange (durable at once).
@@ -466,7 +497,9 @@ class Agent:
             notices=tuple(loop.notices),
             compactions=tuple(loop.compactions),
             errors=tuple(loop.errors),
-            counted_tokens=self._counted(loop),
+            counted_tokens=(
+                loop.interim_tokens if loop.interim_tokens is not None else self._counted(loop)
+            ),
             summary_version=loop.view.summary_version,
             tool_calls=loop.tool_calls,
             tool_seconds=loop.tool_seconds,
