@@ -28,14 +28,11 @@ def _compacting_elsewhere(h: Harness) -> None:
 
 
 def _active(h: Harness) -> int:
+    query = select(func.count(Message.id)).where(
+        Message.session_id == h.session_id, Message.archived.is_(False)
+    )
     with transaction(h.factory) as db:
-        return int(
-            db.scalar(
-                select(func.count(Message.id)).where(
-                    Message.session_id == h.session_id, Message.archived.is_(False)
-                )
-            )
-        )
+        return db.execute(query).scalar_one()
 
 
 def test_over_the_threshold_while_compacting_elsewhere_the_reply_reads_the_tail(
