@@ -40,6 +40,7 @@ from agent_core.context import (
     post_response_tokens,
     repair_tool_pairs,
 )
+from agent_core.context.interim import interim_transcript
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.errors import ConfigError, ContextOverflow, ProviderError
@@ -47,6 +48,7 @@ from agent_core.llm.model import ChatModel, ChatResult, Usage
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.prompt.service import restore_or_build
+from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
 from agent_core.sessions.view import SessionView, load_view
@@ -55,9 +57,12 @@ from agent_core.tools import (
     DatabaseResultStore,
     ToolContext,
     ToolRegistry,
+    ToolResultDraft,
     append_tool_exchange,
     fit_results,
+    journal,
 )
+from agent_core.tools.journal import ToolRound
 from agent_core.tools.kit import ToolKit
 from agent_core.usage import (
     LedgerModel,
@@ -132,6 +137,8 @@ class _Loop:
     tool_rounds: int = 0
     """Tool rounds of this turn stored before this run (a run again after a crash)."""
     tools: _Tools | None = None
+    unfinished: ToolRound | None = None
+    """A tool round a killed run of this turn left half done: resumed before any call."""
     notices: list[str] = field(default_factory=list)
     compactions: list[CompactionReport] = field(default_factory=list)
     errors: list[ProviderError] = field(default_factory=list)
@@ -141,6 +148,8 @@ class _Loop:
     steered: int = 0
     uncharged: list[PendingCall] = field(default_factory=list)
     """Calls answered since the last commit; charged in it (tool round or reply)."""
+    interim_tokens: int | None = None
+    """Our count of the last request when it was the interim prompt (a compaction ran)."""
 
 
 class Agent:
@@ -178,6 +187,8 @@ class Agent:
         compress = self._services.compression.enabled
         if compress:
             self._hygiene(loop, engine)
+        if loop.unfinished is not None and loop.tools is not None:
+            self._finish_round(loop, loop.tools, loop.unfinished)
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
             if compress:
@@ -197,7 +208,7 @@ class Agent:
                     end = TurnEnd.STEP_LIMIT
                     loop.notices.append(notices.step_limit(self._services.max_iterations))
                 return self._outcome(loop, end, text)
-            self._run_tools(loop, engine, offered, result)
+            self._run_tools(loop, offered, result)
             if compress:
                 self._post_response(loop, engine)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -233,16 +244,19 @@ class Agent:
                 request.session_id, request.anchor_seq
             )
             scope = UsageScope.of(chat_session, trigger.speaker_id)
+            unfinished = journal.pending(trigger)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state)
-        return _Loop(view, system_prompt, scope, rounds, tools)
+        return _Loop(view, system_prompt, scope, rounds, tools, unfinished)
 
     def _metered(self, loop: _Loop, model: ChatModel) -> ChatModel:
         """``model`` with its calls charged to the ledger, numbered on from stored rounds."""
         usage = self._services.usage
         if usage is None:
             return model
-        keys = turn_keys(self.request.message_id, loop.tool_rounds)
+        # A journaled round (a run killed inside it) was paid for under the next number.
+        resumed = 1 if loop.unfinished is not None else 0
+        keys = turn_keys(self.request.message_id, loop.tool_rounds + resumed)
         return LedgerModel(model, usage.ledger, loop.scope, Purpose.MAIN, keys, loop.uncharged)
 
     def _charge(self, db: Session, loop: _Loop) -> None:
@@ -405,7 +419,7 @@ class Agent:
         for attempt in range(MAX_OVERFLOW_RECOVERIES + 1):
             request = [
                 {"role": "system", "content": loop.system_prompt},
-                *_valid_for_provider(loop.view.transcript.messages),
+                *_valid_for_provider(self._messages(loop, engine)),
             ]
             try:
                 result = model.complete(request, tools=tools.schemas if tools else None)
@@ -447,17 +461,68 @@ class Agent:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _run_tools(
-        self, loop: _Loop, engine: ContextEngine, tools: _Tools, result: ChatResult
-    ) -> None:
-        """Run one response's tool calls and store the exchange (durable at once)."""
+    def _messages(self, loop: _Loop, engine: ContextEngine) -> list[dict[str, Any]]:
+        """The transcript the next call sends.
+
+        Over the compressor threshold while another process compacts the session, the
+        reply neither waits for that compaction nor reads everything it is folding into a
+        summary: it sends what the compaction will leave (:mod:`agent_core.context.interim`).
+        """
+        transcript = loop.view.transcript
+        loop.interim_tokens = None
+        if (
+            not self._services.compression.enabled
+            or self._size(loop).tokens < engine.threshold_tokens
+            or not lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
+        ):
+            return transcript.messages
+        keep = interim_transcript(
+            transcript.messages,
+            transcript.token_counts,
+            settings=self._services.compression,
+            threshold_tokens=engine.threshold_tokens,
+        )
+        if keep is None:
+            return transcript.messages
+        kept = sum(transcript.token_counts[i] for i in keep)
+        loop.interim_tokens = self._counted(loop) - transcript.tokens + kept
+        return [transcript.messages[i] for i in keep]
+
+    def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> None:
+        """Run one response's tool calls and store the exchange (durable at once).
+
+        The calls are journaled before the first one runs, so a run of this turn after a
+        crash resumes them instead of asking the model again (:mod:`agent_core.tools.journal`).
+        """
         calls = [dict(call) for call in result.tool_calls or ()]
-        loop.tool_calls += len(calls)
-        started = time.perf_counter()
-        executed = tools.registry.execute_all(calls, tools.context)
-        loop.tool_seconds += time.perf_counter() - started
-        drafts = [replace(draft, content=steer.defuse(draft.content)) for draft in executed]
+        with transaction(self._services.factory) as db:
+            self._charge(db, loop)  # paid for with the journal: a resumed run never asks again
+            unfinished = journal.begin(db, self.request.message_id, result.content, calls)
+        self._finish_round(loop, tools, unfinished)
+
+    def _finish_round(self, loop: _Loop, tools: _Tools, unfinished: ToolRound) -> None:
+        """Run the round's calls that have no stored result, then store the whole round.
+
+        Each result is journaled before the next call runs; a stored result is reused and
+        its call never runs again.
+        """
         services, request = self._services, self.request
+        loop.tool_calls += len(unfinished.calls)
+        results = dict(unfinished.results)
+        missing = unfinished.missing()
+        started = time.perf_counter()
+        for index in missing:
+            call = unfinished.calls[index]
+            draft = ToolResultDraft.of(call, tools.registry.execute(call, tools.context))
+            results[index] = draft
+            if index != missing[-1]:  # the last one is stored with the round itself
+                with transaction(services.factory) as db:
+                    journal.record(db, request.message_id, index, draft)
+        loop.tool_seconds += time.perf_counter() - started
+        drafts = [
+            replace(draft, content=steer.defuse(draft.content))
+            for draft in (results[index] for index in range(len(unfinished.calls)))
+        ]
         with transaction(services.factory) as db:
             chat_session = db.get(ChatSession, request.session_id)
             trigger = db.get(Message, request.message_id)
@@ -482,11 +547,13 @@ class Agent:
                 db,
                 chat_session,
                 trigger,
-                content=result.content,
-                tool_calls=calls,
+                content=unfinished.content,
+                tool_calls=list(unfinished.calls),
                 results=fitted,
                 counter=services.counter,
             )
+            journal.clear(trigger)
+        loop.unfinished = None
         self._reload(loop)
 
     def _outcome(self, loop: _Loop, end: TurnEnd, text: str) -> TurnOutcome:
@@ -497,7 +564,9 @@ class Agent:
             notices=tuple(loop.notices),
             compactions=tuple(loop.compactions),
             errors=tuple(loop.errors),
-            counted_tokens=self._counted(loop),
+            counted_tokens=(
+                loop.interim_tokens if loop.interim_tokens is not None else self._counted(loop)
+            ),
             summary_version=loop.view.summary_version,
             tool_calls=loop.tool_calls,
             tool_seconds=loop.tool_seconds,

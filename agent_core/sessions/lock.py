@@ -32,7 +32,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, cast
 
-from sqlalchemy import Executable, Table, delete, update
+from sqlalchemy import Executable, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -93,6 +93,19 @@ def acquire(
     """Take (or extend) the lease; ``True`` when ``owner`` holds it afterwards."""
     with transaction(factory, durable=False) as db:
         return try_acquire(db, session_id, kind, owner, seconds)
+
+
+def busy(factory: sessionmaker[Session], session_id: str, kind: str) -> bool:
+    """Whether anyone holds the session's ``kind`` lease right now (one indexed read)."""
+    with transaction(factory, durable=False) as db:
+        found = db.execute(
+            select(LOCKS.c.owner).where(
+                LOCKS.c.session_id == session_id,
+                LOCKS.c.kind == kind,
+                LOCKS.c.expires_at > utcnow(),
+            )
+        ).first()
+    return found is not None
 
 
 def try_acquire(db: Session, session_id: str, kind: str, owner: str, seconds: float) -> bool:

@@ -285,15 +285,23 @@ class SessionRepository:
         return self.session.execute(query.order_by(Message.anchor_seq, Message.seq)).all()
 
     def conversation(self, session_ids: Sequence[str], *, limit: int) -> list[Message]:
-        """What people see of sessions: every kind, archived included; the last ``limit``."""
+        """What people see of sessions: every kind, archived included; the last ``limit``.
+
+        The agent's tool traffic (calls and results) is the model's working, not part of
+        the conversation people read: it is left out.
+        """
         query = (
             select(Message)
             .join(ChatSession, ChatSession.id == Message.session_id)
-            .where(Message.session_id.in_(session_ids), Message.deleted.is_(False))
+            .where(
+                Message.session_id.in_(session_ids),
+                Message.deleted.is_(False),
+                Message.role != "tool",
+            )
             .order_by(ChatSession.created_at.desc(), Message.anchor_seq.desc(), Message.seq.desc())
             .limit(limit)
         )
-        return list(reversed(list(self.session.scalars(query))))
+        return [m for m in reversed(list(self.session.scalars(query))) if not m.tool_calls]
 
     def active_token_total(self, session_id: str) -> int:
         """Sum of the stored token counts of the active chat messages."""
