@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, settings
 import agent_core  # noqa: F401  (sets the offline environment before litellm loads)
 
 pytest_plugins = [
+    "tests.fixtures.browser",
     "tests.fixtures.database",
     "tests.fixtures.llm",
     "tests.fixtures.redis",

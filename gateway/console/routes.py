@@ -302,7 +302,12 @@ def session_page(
             "session": SessionOut(**session_fields(s)),
             "gauge": views.gauge_view(session_gauge(runtime, s)),
             "timeline": [
-                {"compaction": compaction_out(c), "fallback_used": c.fallback_used}
+                {
+                    "compaction": compaction_out(c),
+                    "fallback_used": c.fallback_used,
+                    "summary_model": c.summary_model,
+                    "model_fallback_used": c.model_fallback_used,
+                }
                 for c in reversed(compactions)
             ],
             "restorable": in_effect.id if in_effect is not None else None,

@@ -154,6 +154,7 @@ class TestWrites:
         sign_in(browser, acme.admin_key)
         page = browser.get(f"/console/t/acme/sessions/{acme.session_id}")
         assert f"undo compaction #{acme.compaction_id}" in page.text
+        assert "fallback used: deterministic digest" in page.text
         done = browser.post(
             f"/console/t/acme/sessions/{acme.session_id}/restore", data={"csrf": csrf_of(page)}
         )
