@@ -20,7 +20,8 @@ import redis
 from fastapi import Depends, Request, Response
 
 from agent_core.admin import keys
-from agent_core.db.engine import read_transaction
+from agent_core.db.base import utcnow
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import Tenant
 from gateway.console.sessions import ConsoleSession, SessionStore
 from gateway.dependencies import get_runtime
@@ -160,11 +161,17 @@ def current_viewer(request: Request, runtime: Annotated[Runtime, Depends(get_run
     if session is None:
         raise SignInRequired
     with read_transaction(runtime.factory) as db:
-        caller = keys.caller_for_prefix(db, session.key_prefix)
-    if caller is None:
+        found = keys.caller_for_prefix(db, session.key_prefix)
+    if found is None:
         use_store(lambda: store.delete(session_id))
         log.info("console session ended: its key was revoked", extra={"key": session.key_prefix})
         raise SignInRequired
+    caller, last_used_at = found
+    now = utcnow()
+    if keys.is_stale(last_used_at, now):
+        # Bookkeeping only, as for the API: a use lost in a database crash is harmless.
+        with transaction(runtime.factory, durable=False) as db:
+            keys.touch(db, caller.prefix, now)
     return Viewer(caller=caller, session_id=session_id, session=session)
 
 

@@ -37,7 +37,7 @@ expect.set_options(timeout=60_000)
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "console"
 PHONE = ViewportSize(width=390, height=844)
-DESKTOP = ViewportSize(width=1280, height=860)
+DESKTOP = ViewportSize(width=1200, height=600)
 WINDOW, OUTPUT = 8192, 1024
 LINE = "The deploy of build {i} to staging finished; Alice checked /var/log/app{i}.log. "
 

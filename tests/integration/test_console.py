@@ -5,16 +5,18 @@ sessions that end with sign-out or with their key.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from http.cookies import SimpleCookie
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from agent_core.admin import keys
+from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
-from agent_core.db.models import AuditEvent, Compaction
+from agent_core.db.models import ApiKey, AuditEvent, Compaction
 from gateway.console.access import COOKIE_NAME
 from tests.fixtures.console import SeededTenant, csrf_of, seed_tenant, sign_in
 from tests.fixtures.llm_server import FakeLLM
@@ -212,6 +214,22 @@ class TestWrites:
         assert secret not in browser.get("/console/t/acme/keys").text
         with httpx.Client(base_url=str(browser.base_url), timeout=60) as other:
             assert sign_in(other, secret).status_code == 303
+
+
+def test_using_the_console_records_the_keys_last_use(
+    browser: httpx.Client, gateway: GatewayServer, tenants: dict[str, SeededTenant]
+) -> None:
+    prefix = tenants["acme"].read_key[:12]
+    sign_in(browser, tenants["acme"].read_key)
+    long_ago = utcnow() - timedelta(hours=2)
+    with transaction(gateway.runtime.factory) as db:
+        db.execute(update(ApiKey).where(ApiKey.prefix == prefix).values(last_used_at=long_ago))
+    assert browser.get("/console/t/acme/sessions").status_code == 200
+    with read_transaction(gateway.runtime.factory) as db:
+        key = keys.KeyRepository.from_session(db).get_by_prefix(prefix)
+        assert key is not None
+        assert key.last_used_at is not None
+        assert key.last_used_at > long_ago + timedelta(hours=1)
 
 
 class TestScope:
