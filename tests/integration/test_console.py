@@ -20,7 +20,7 @@ from agent_core.db.models import ApiKey, AuditEvent, Compaction
 from gateway.console.access import COOKIE_NAME
 from tests.fixtures.console import SeededTenant, csrf_of, seed_tenant, sign_in
 from tests.fixtures.llm_server import FakeLLM
-from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
+from tests.fixtures.services import GatewayServer, free_port, hubbub_env, settings_from_env
 
 pytestmark = pytest.mark.integration
 
@@ -311,3 +311,21 @@ def test_sessions_in_redis_are_shared_by_every_gateway(
         page = two.get("/console/t/acme/bots")
         assert page.status_code == 200
         assert "slack-support" in page.text
+
+
+def test_without_its_session_store_the_console_says_so(
+    postgres_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    nobody = f"redis://127.0.0.1:{free_port()}/0"
+    env = hubbub_env(db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=nobody)
+    gateway = gateway_factory(settings_from_env(env))
+    with transaction(gateway.runtime.factory) as db:
+        acme = seed_tenant(db, "acme")
+    with httpx.Client(base_url=gateway.base_url, timeout=60) as browser:
+        response = sign_in(browser, acme.admin_key)
+        assert response.status_code == 503
+        assert "the session store (Redis) is unavailable" in response.text
+        assert f"{COOKIE_NAME}=" not in response.headers.get("set-cookie", "")
