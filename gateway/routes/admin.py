@@ -471,12 +471,8 @@ def _bot_or_404(db: Session, access: Access, bot_id: int) -> Bot:
     return bot
 
 
-def _session_or_404(
-    db: Session, access: Access, session_id: str, *, for_update: bool = False
-) -> ChatSession:
-    found = AdminRepository.from_session(db).session_of(
-        access.tenant_id, session_id, for_update=for_update
-    )
+def _session_or_404(db: Session, access: Access, session_id: str) -> ChatSession:
+    found = AdminRepository.from_session(db).session_of(access.tenant_id, session_id)
     if found is None:
         raise _not_found("session")
     return found
