@@ -172,7 +172,9 @@ def current_viewer(request: Request, runtime: Annotated[Runtime, Depends(get_run
         # Bookkeeping only, as for the API: a use lost in a database crash is harmless.
         with transaction(runtime.factory, durable=False) as db:
             keys.touch(db, caller.prefix, now)
-    return Viewer(caller=caller, session_id=session_id, session=session)
+    viewer = Viewer(caller=caller, session_id=session_id, session=session)
+    request.state.console_viewer = viewer  # so that an error page still shows the menu
+    return viewer
 
 
 CurrentViewer = Annotated[Viewer, Depends(current_viewer)]

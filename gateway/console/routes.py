@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Form, Path, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, PackageLoader, select_autoescape
+from fastapi import APIRouter, FastAPI, Form, Path, Query, Request
+from fastapi.responses import HTMLResponse, Response
 
 from agent_core.admin import audit, keys, operations
 from agent_core.admin.repository import AdminRepository
@@ -41,8 +39,8 @@ from gateway.console.access import (
     sign_in_token_matches,
     use_store,
 )
+from gateway.console.render import Csrf, RuntimeDep, TenantId, page, see
 from gateway.console.sessions import new_session
-from gateway.dependencies import get_runtime
 from gateway.routes.admin import (
     DEFAULT_LIMIT,
     AuditOut,
@@ -58,63 +56,8 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(prefix=BASE, include_in_schema=False)
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-"""Every page: no scripts at all, not framed, never cached (a new key is on one)."""
-NOTICES = {
-    "restored": "The newest compaction was undone: its messages are active again.",
-    "nothing": "There was no compaction to undo.",
-    "revoked": "The key is revoked; its sessions and requests are refused from now on.",
-}
-"""The sentences a redirect may ask a page to show (never text from the query)."""
 STYLESHEET = "console.css"
-
-TenantId = Annotated[str, Path(max_length=64)]
 SessionId = Annotated[str, Path(max_length=32)]
-Csrf = Annotated[str, Form(max_length=256)]
-RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
-
-_templates = Jinja2Templates(
-    env=Environment(
-        loader=PackageLoader("gateway", "templates/console"),
-        autoescape=select_autoescape(default=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-)
-_templates.env.filters["when"] = views.when
-_templates.env.filters["number"] = views.number
-
-
-def _page(
-    request: Request,
-    template: str,
-    viewer: Viewer | None,
-    status: int = 200,
-    **context: Any,
-) -> HTMLResponse:
-    notice = NOTICES.get(request.query_params.get("notice", ""))
-    response = _templates.TemplateResponse(
-        request,
-        template,
-        {"viewer": viewer, "base": BASE, "notice": notice, **context},
-        status_code=status,
-    )
-    response.headers.update(SECURITY_HEADERS)
-    return response
-
-
-def _see(path: str, notice: str | None = None) -> RedirectResponse:
-    target = f"{BASE}{path}" + (f"?notice={notice}" if notice else "")
-    return RedirectResponse(target, status_code=303)
 
 
 def install(app: FastAPI) -> None:
@@ -122,25 +65,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _: SignInRequired) -> Response:
-        response = _see("/sign-in")
+        response = see("/sign-in")
         clear_session_cookie(response, request)
         return response
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, exc: Refused) -> Response:
         viewer = getattr(request.state, "console_viewer", None)
-        return _page(request, "error.html", viewer, exc.status, message=str(exc))
+        return page(request, "error.html", viewer, exc.status, message=str(exc))
 
     app.include_router(router)
-
-
-def _viewer(request: Request, viewer: CurrentViewer) -> Viewer:
-    """The viewer, remembered on the request so an error page still shows the menu."""
-    request.state.console_viewer = viewer
-    return viewer
-
-
-SignedIn = Annotated[Viewer, Depends(_viewer)]
 
 
 # --- static, sign-in, sign-out --------------------------------------------------------------
@@ -154,16 +88,16 @@ def stylesheet() -> Response:
 
 
 @router.get("/sign-in")
-def sign_in_page(request: Request) -> HTMLResponse:
+def sign_inpage(request: Request) -> HTMLResponse:
     """The form that takes an API key."""
     return _sign_in_form(request, 200, None)
 
 
 def _sign_in_form(request: Request, status: int, error: str | None) -> HTMLResponse:
     token = new_sign_in_token()
-    page = _page(request, "sign_in.html", None, status, error=error, token=token)
-    set_sign_in_cookie(page, request, token)
-    return page
+    form = page(request, "sign_in.html", None, status, error=error, token=token)
+    set_sign_in_cookie(form, request, token)
+    return form
 
 
 @router.post("/sign-in")
@@ -189,18 +123,18 @@ def sign_in(
     session_id, session = new_session(caller.prefix, ttl)
     use_store(lambda: store.put(session_id, session, ttl))
     log.info("console sign-in", extra={"key": caller.prefix, "scope": str(caller.scope)})
-    response = _see("/tenants" if caller.is_operator else f"/t/{caller.tenant_id}/bots")
+    response = see("/tenants" if caller.is_operator else f"/t/{caller.tenant_id}/bots")
     set_session_cookie(response, request, session_id, ttl)
     return response
 
 
 @router.post("/sign-out")
-def sign_out(request: Request, viewer: SignedIn, csrf: Csrf = "") -> Response:
+def sign_out(request: Request, viewer: CurrentViewer, csrf: Csrf = "") -> Response:
     """End the session on the server and in the browser."""
     check_csrf(viewer, csrf)
     use_store(lambda: sessions_of(request).delete(viewer.session_id))
     log.info("console sign-out", extra={"key": viewer.caller.prefix})
-    response = _see("/sign-in")
+    response = see("/sign-in")
     clear_session_cookie(response, request)
     return response
 
@@ -209,15 +143,15 @@ def sign_out(request: Request, viewer: SignedIn, csrf: Csrf = "") -> Response:
 
 
 @router.get("")
-def home(viewer: SignedIn) -> Response:
+def home(viewer: CurrentViewer) -> Response:
     """The operator's tenant list, or a tenant key's own bots."""
     if viewer.caller.is_operator:
-        return _see("/tenants")
-    return _see(f"/t/{viewer.caller.tenant_id}/bots")
+        return see("/tenants")
+    return see(f"/t/{viewer.caller.tenant_id}/bots")
 
 
 @router.get("/tenants")
-def tenants_page(request: Request, viewer: SignedIn, runtime: RuntimeDep) -> HTMLResponse:
+def tenantspage(request: Request, viewer: CurrentViewer, runtime: RuntimeDep) -> HTMLResponse:
     """The tenants the key reaches, with their bots' status."""
     with read_transaction(runtime.factory) as db:
         repo = AdminRepository.from_session(db)
@@ -227,12 +161,12 @@ def tenants_page(request: Request, viewer: SignedIn, runtime: RuntimeDep) -> HTM
             activity = repo.bot_activity(bots)
             statuses = [str(activity[b.id].status) for b in bots]
             rows.append({"tenant": tenant, "bots": len(bots), "statuses": statuses})
-    return _page(request, "tenants.html", viewer, rows=rows)
+    return page(request, "tenants.html", viewer, rows=rows)
 
 
 @router.get("/t/{tenant}/bots")
-def bots_page(
-    request: Request, viewer: SignedIn, runtime: RuntimeDep, tenant: TenantId
+def botspage(
+    request: Request, viewer: CurrentViewer, runtime: RuntimeDep, tenant: TenantId
 ) -> HTMLResponse:
     """The tenant's bots: platform, options, and what their stored traffic shows."""
     found = reachable_tenant(viewer, runtime, tenant)
@@ -241,16 +175,16 @@ def bots_page(
         bots = repo.bots(tenant)
         activity = repo.bot_activity(bots)
         rows = [{"bot": bot_out(b), "activity": activity[b.id]} for b in bots]
-    return _page(request, "bots.html", viewer, tenant=found, section="bots", rows=rows)
+    return page(request, "bots.html", viewer, tenant=found, section="bots", rows=rows)
 
 
 # --- sessions and compactions -----------------------------------------------------------------
 
 
 @router.get("/t/{tenant}/sessions")
-def sessions_page(
+def sessionspage(
     request: Request,
-    viewer: SignedIn,
+    viewer: CurrentViewer,
     runtime: RuntimeDep,
     tenant: TenantId,
     platform: Annotated[str | None, Query(max_length=32)] = None,
@@ -269,7 +203,7 @@ def sessions_page(
             }
             for s in listed
         ]
-    return _page(
+    return page(
         request,
         "sessions.html",
         viewer,
@@ -282,9 +216,9 @@ def sessions_page(
 
 
 @router.get("/t/{tenant}/sessions/{session_id}")
-def session_page(
+def sessionpage(
     request: Request,
-    viewer: SignedIn,
+    viewer: CurrentViewer,
     runtime: RuntimeDep,
     tenant: TenantId,
     session_id: SessionId,
@@ -312,12 +246,12 @@ def session_page(
             ],
             "restorable": in_effect.id if in_effect is not None else None,
         }
-    return _page(request, "session.html", viewer, 200, tenant=found, section="sessions", **context)
+    return page(request, "session.html", viewer, 200, tenant=found, section="sessions", **context)
 
 
 @router.post("/t/{tenant}/sessions/{session_id}/restore")
 def restore(
-    viewer: SignedIn,
+    viewer: CurrentViewer,
     runtime: RuntimeDep,
     tenant: TenantId,
     session_id: SessionId,
@@ -333,13 +267,13 @@ def restore(
     if done is None:
         raise Refused(404, "no such session")
     notice = "restored" if done.compaction_id is not None else "nothing"
-    return _see(f"/t/{tenant}/sessions/{session_id}", notice)
+    return see(f"/t/{tenant}/sessions/{session_id}", notice)
 
 
 # --- keys and audit ---------------------------------------------------------------------------
 
 
-def _keys_page(
+def _keyspage(
     request: Request,
     viewer: Viewer,
     runtime: Runtime,
@@ -351,7 +285,7 @@ def _keys_page(
     found = reachable_tenant(viewer, runtime, tenant)
     with read_transaction(runtime.factory) as db:
         listed = [keys.describe(k) for k in keys.KeyRepository.from_session(db).list(tenant)]
-    return _page(
+    return page(
         request,
         "keys.html",
         viewer,
@@ -365,17 +299,17 @@ def _keys_page(
 
 
 @router.get("/t/{tenant}/keys")
-def keys_page(
-    request: Request, viewer: SignedIn, runtime: RuntimeDep, tenant: TenantId
+def keyspage(
+    request: Request, viewer: CurrentViewer, runtime: RuntimeDep, tenant: TenantId
 ) -> HTMLResponse:
     """The tenant's keys: prefix, scope, last use, revocation."""
-    return _keys_page(request, viewer, runtime, tenant)
+    return _keyspage(request, viewer, runtime, tenant)
 
 
 @router.post("/t/{tenant}/keys")
 def create_key(
     request: Request,
-    viewer: SignedIn,
+    viewer: CurrentViewer,
     runtime: RuntimeDep,
     tenant: TenantId,
     csrf: Csrf = "",
@@ -389,12 +323,12 @@ def create_key(
             created = operations.create_key(db, tenant_id=tenant, scope=scope, actor=viewer.actor)
     except InvalidInput as exc:
         raise Refused(400, str(exc)) from exc
-    return _keys_page(request, viewer, runtime, tenant, created=created, status=201)
+    return _keyspage(request, viewer, runtime, tenant, created=created, status=201)
 
 
 @router.post("/t/{tenant}/keys/{prefix}/revoke")
 def revoke_key(
-    viewer: SignedIn,
+    viewer: CurrentViewer,
     runtime: RuntimeDep,
     tenant: TenantId,
     prefix: Annotated[str, Path(max_length=16)],
@@ -407,12 +341,12 @@ def revoke_key(
         key = operations.revoke_key(db, tenant_id=tenant, prefix=prefix, actor=viewer.actor)
     if key is None:
         raise Refused(404, "no such key")
-    return _see(f"/t/{tenant}/keys", "revoked")
+    return see(f"/t/{tenant}/keys", "revoked")
 
 
 @router.get("/t/{tenant}/audit")
-def audit_page(
-    request: Request, viewer: SignedIn, runtime: RuntimeDep, tenant: TenantId
+def auditpage(
+    request: Request, viewer: CurrentViewer, runtime: RuntimeDep, tenant: TenantId
 ) -> HTMLResponse:
     """The tenant's audited changes, newest first."""
     found = reachable_tenant(viewer, runtime, tenant)
@@ -421,4 +355,4 @@ def audit_page(
             AuditOut.model_validate(e, from_attributes=True)
             for e in audit.list_for_tenant(db, tenant, limit=DEFAULT_LIMIT)
         ]
-    return _page(request, "audit.html", viewer, tenant=found, section="audit", events=events)
+    return page(request, "audit.html", viewer, tenant=found, section="audit", events=events)
