@@ -171,9 +171,16 @@ def _within(used: tuple[int, ...], separator: int, size: tuple[int, ...], limit:
     return all(total <= limit for total in _add(used, separator, size))
 
 
-def _flattened(block: Block) -> Paragraph:
-    """The block as one paragraph of its text: for limits too small for its nesting."""
-    return Paragraph((Text(_flatten(block).text),), gap=block.gap)
+def _flattened(block: Block) -> Paragraph | CodeBlock:
+    """The block's text without its nesting, for limits too small for that nesting.
+
+    Text that held code stays preformatted: as prose, a renderer would have to neutralise
+    the backticks and whitespace that are the code's content.
+    """
+    flat = _flatten(block)
+    if flat.verbatim:
+        return CodeBlock(flat.text, gap=block.gap)
+    return Paragraph((Text(flat.text),), gap=block.gap)
 
 
 # Cutting one block ------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from agent_core.memory import service as memory
 from agent_core.prompt.assembler import memory_place
 from agent_core.sessions.service import Conversation, start_new_session
 from agent_core.tokens import TokenCounter
+from agent_core.usage import Budgets, UsageScope
+from agent_core.usage.report import usage_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class CommandContext:
     args: str
     gauge: ContextGauge | None
     """``None`` when no model is configured."""
+    budgets: Budgets | None = None
+    """Reads usage and budgets for ``/usage`` (``None``: not reported)."""
 
 
 Handler = Callable[[CommandContext], str]
@@ -105,6 +109,9 @@ def _usage(ctx: CommandContext) -> str:
     lines.append(f"Transcript: {s.active_count:,} messages, {s.active_tokens:,} tokens.")
     lines.append(f"Compactions so far: {s.compaction_count}.")
     lines.append(f"Tokens spent in this session: {s.tokens_spent:,}.")
+    if ctx.budgets is not None:
+        scope = UsageScope.of(s, ctx.message.speaker_id)
+        lines += usage_lines(ctx.db, ctx.budgets, scope)
     return "\n".join(lines)
 
 
@@ -147,7 +154,7 @@ COMPACTION_COMMANDS = frozenset({"compress", "compact"})
 COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "help": ("list the commands", _help),
     "new": ("start a fresh session (the old one is kept)", _new),
-    "usage": ("show how much of the model's context window is in use", _usage),
+    "usage": ("show the context window in use, what was spent and the budgets", _usage),
     "memory": ("list what I remember about you in this chat", _memory),
     "forget": ("forget what I remember about you here; add text to forget only matches", _forget),
     "compress": ("summarise older turns now; add a topic to keep it in detail", None),

@@ -7,18 +7,22 @@ reads the environment itself.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import limits
+import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -69,6 +73,10 @@ DEFAULT_SUMMARY_CONCURRENCY = 4
 """Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
+DEFAULT_RATE_LIMIT_USER = "10/minute;100/hour"
+"""Turns one person may ask of one bot (``limits`` notation; several windows with ``;``)."""
+DEFAULT_RATE_LIMIT_CHAT = "30/minute;300/hour"
+"""Turns one chat may ask of one bot, whoever asks."""
 """Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_TOOL_LISTING_BUDGET = 0.05
 """Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
@@ -127,6 +135,38 @@ class CompressionSettings:
     summary_concurrency: int = DEFAULT_SUMMARY_CONCURRENCY
     timezone: str = "UTC"
     """The zone of the summaries' dates, the same as the system prompt's."""
+
+
+class ModelPrice(BaseModel):
+    """USD per token of one model (an entry of the ``HUBBUB_MODEL_COSTS`` file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+    """Prompt tokens served from the provider's cache; unset: the input price."""
+
+
+def load_model_prices(path: Path) -> dict[str, ModelPrice]:
+    """The prices of a ``HUBBUB_MODEL_COSTS`` file (YAML, or JSON when it ends in ``.json``).
+
+    Raises:
+        ValueError: the file cannot be read, or is not a mapping of model to prices.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(
+            f"{path} must map model names to {{input: <USD per token>, output: <USD per token>}}"
+        )
+    try:
+        return {str(model): ModelPrice.model_validate(value) for model, value in raw.items()}
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
 
 
 class McpServerConfig(BaseModel):
@@ -334,6 +374,14 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(DEFAULT_MCP_START_TIMEOUT_SECONDS, gt=0)
     memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
     memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
+    model_costs: Path | None = None
+    """A YAML or JSON file of USD per token for models litellm's price map does not know
+    (``openai/my-model: {input: 0.0000005, output: 0.0000015}``)."""
+
+    rate_limit_user: str = DEFAULT_RATE_LIMIT_USER
+    """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""
+    rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
+    """Turns per chat and bot, same notation."""
 
     log_level: str = "INFO"
     log_json: bool = True
@@ -356,6 +404,33 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("model_costs")
+    @classmethod
+    def _readable_prices(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            load_model_prices(value)
+        return value
+
+    @property
+    def model_prices(self) -> dict[str, ModelPrice]:
+        """The operator's model prices (empty without ``HUBBUB_MODEL_COSTS``)."""
+        return load_model_prices(self.model_costs) if self.model_costs is not None else {}
+
+    @field_validator("rate_limit_user", "rate_limit_chat")
+    @classmethod
+    def _rate_limits(cls, value: str) -> str:
+        value = value.strip()
+        if value.lower() in ("", "off"):
+            return ""
+        try:
+            limits.parse_many(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a rate limit: write e.g. '10/minute' or "
+                "'10/minute;100/hour' (or 'off')"
+            ) from None
         return value
 
     @field_validator("compression_in_place")

@@ -36,6 +36,10 @@ INEFFECTIVE = (
     "Automatic compaction has stopped: the last compactions saved too little. Use "
     "/compress <topic> to summarise with a focus, or /new to start a fresh session."
 )
+RATE_LIMITED = (
+    "You are sending messages faster than I can answer, so I will read the next ones "
+    "without replying for a little while. Ask again in a minute and I will answer."
+)
 SUMMARY_PREVIEW_LINES = 6
 
 

@@ -11,13 +11,14 @@ from fastapi.concurrency import run_in_threadpool
 
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
+from agent_core.usage import SYSTEM_CLOCK, Clock
 from gateway.access_log import quiet_polling
 from gateway.console import routes as console
 from gateway.console.sessions import store_for
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
 from gateway.listeners import SplitListeners
-from gateway.routes import admin, health, webchat, webhooks
+from gateway.routes import admin, admin_usage, health, webchat, webhooks
 from gateway.routes.webchat_access import BrowserCookies, only_loopback
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
@@ -29,7 +30,10 @@ log = logging.getLogger(__name__)
 
 
 def build_runtime(
-    settings: Settings, *, model_factory: Callable[[], ChatModel] | None = None
+    settings: Settings,
+    *,
+    model_factory: Callable[[], ChatModel] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[Runtime, EmbeddedRunner | None]:
     """The runtime, with turns in-process when no broker is configured."""
     runner: EmbeddedRunner | None = None
@@ -41,14 +45,17 @@ def build_runtime(
             return runner
         return CeleryDispatcher(create_celery(settings))
 
-    runtime = Runtime(settings, dispatcher, model_factory=model_factory)
+    runtime = Runtime(settings, dispatcher, model_factory=model_factory, clock=clock)
     return runtime, runner
 
 
 def create_app(
-    settings: Settings, *, model_factory: Callable[[], ChatModel] | None = None
+    settings: Settings,
+    *,
+    model_factory: Callable[[], ChatModel] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> FastAPI:
-    """The gateway app.
+    """The gateway app (``clock``: what usage and budgets read the time from).
 
     Its lifespan starts the runtime and, on shutdown, answers what it accepted (embedded
     mode, up to the shutdown grace) before closing.
@@ -57,7 +64,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, runner = await run_in_threadpool(
-            build_runtime, settings, model_factory=model_factory
+            build_runtime, settings, model_factory=model_factory, clock=clock
         )
         app.state.runtime = runtime
         if settings.webchat == "public":
@@ -103,6 +110,7 @@ def create_app(
         app.include_router(webchat.router, responses=every_route)
     app.include_router(webhooks.router, responses=every_route)
     admin.install(app, responses=every_route)
+    app.include_router(admin_usage.router, responses=every_route)
     console.install(app)
     if settings.internal_port is not None:
         app.add_middleware(SplitListeners, internal_port=settings.internal_port)

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+from datetime import datetime
 from importlib.metadata import version as package_version
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 from agent_core.config import Settings, load_settings
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.logs import configure_logging
-from gateway import admin_cli, keys_cli, sessions_cli
+from gateway import admin_cli, keys_cli, sessions_cli, usage_cli
 
 if TYPE_CHECKING:
     from gateway.supervisor import WorkerSupervisor
@@ -236,6 +237,30 @@ app.add_typer(sessions_cli.app, name="sessions", callback=_command_settings)
 app.add_typer(admin_cli.tenants, name="tenants", callback=_command_settings)
 app.add_typer(admin_cli.bots, name="bots", callback=_command_settings)
 app.add_typer(keys_cli.app, name="keys", callback=_command_settings)
+app.add_typer(usage_cli.budgets, name="budgets", callback=_command_settings)
+
+
+@app.command("usage")
+def usage(
+    tenant: Annotated[str, typer.Option(help="The tenant.")],
+    first: Annotated[
+        datetime | None,
+        typer.Option("--from", formats=["%Y-%m-%d"], help="First day (default: the 1st)."),
+    ] = None,
+    last: Annotated[
+        datetime | None,
+        typer.Option("--to", formats=["%Y-%m-%d"], help="Last day, included (default: today)."),
+    ] = None,
+    group_by: usage_cli.GroupBy = "day",
+) -> None:
+    """A tenant's tokens and cost (main and summary calls), by day, bot, user or model."""
+    usage_cli.print_usage(
+        _settings(),
+        tenant,
+        first.date() if first else None,
+        last.date() if last else None,
+        group_by,
+    )
 
 
 if __name__ == "__main__":

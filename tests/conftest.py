@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -9,6 +10,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import agent_core  # noqa: F401  (sets the offline environment before litellm loads)
+
+# Tests send many messages from one sender; the rate-limit tests set the limits they check.
+os.environ.setdefault("HUBBUB_RATE_LIMIT_USER", "off")
+os.environ.setdefault("HUBBUB_RATE_LIMIT_CHAT", "off")
 
 pytest_plugins = [
     "tests.fixtures.browser",

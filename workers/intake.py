@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,6 +29,7 @@ from agent_core.tokens import TokenCounter
 from workers import metrics
 from workers.bots import BotDirectory, BotRecord
 from workers.dispatch import Dispatcher
+from workers.inbound_limits import Asker, InboundLimiter, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class Intake:
         *,
         max_message_chars: int,
         background: BackgroundRing | None = None,
+        limiter: InboundLimiter | None = None,
     ) -> None:
         self._factory = factory
         self._bots = bots
@@ -92,6 +94,7 @@ class Intake:
         self._dispatcher = dispatcher
         self._max_chars = max_message_chars
         self._background = background
+        self._limiter = limiter
 
     def accept(self, inbound: InboundMessage) -> Accepted | None:
         """Store the message (once) and schedule its turn.
@@ -110,7 +113,7 @@ class Intake:
             return None
         if inbound.event != "message":
             return self._apply_change(bot, inbound)
-        incoming = self._incoming(bot, inbound)
+        incoming = self._limited(bot, inbound, self._incoming(bot, inbound))
         try:
             with transaction(self._factory) as db:
                 result = record_incoming(db, incoming, self._counter)
@@ -157,6 +160,25 @@ class Intake:
         ):
             return False
         return not (config.allow_chats and inbound.chat_id not in config.allow_chats)
+
+    def _limited(
+        self, bot: BotRecord, inbound: InboundMessage, incoming: IncomingMessage
+    ) -> IncomingMessage:
+        """The message as stored under the rate limits: over them, it asks for no turn.
+
+        The first message over a limit in a window asks for a notice instead (answered
+        without the model); later ones are context only, until the window frees up.
+        """
+        if self._limiter is None or not incoming.triggers:
+            return incoming
+        asker = Asker(bot.tenant_id, bot.id, inbound.chat_id, inbound.sender_id)
+        verdict = self._limiter.check(asker)
+        if verdict is Verdict.ALLOWED:
+            return incoming
+        metrics.INBOUND.labels(inbound.platform, "rate_limited").inc()
+        if verdict is Verdict.LIMITED_TELL:
+            return replace(incoming, meta={**(incoming.meta or {}), "rate_limited": True})
+        return replace(incoming, triggers=False)
 
     def _incoming(self, bot: BotRecord, inbound: InboundMessage) -> IncomingMessage:
         triggers = should_trigger(

@@ -6,18 +6,25 @@ import logging
 
 from prometheus_client import Counter, Histogram, start_http_server
 
+from agent_core.usage import Charge
+
 log = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
+RATE_LIMIT_ERRORS = Counter(
+    "hubbub_rate_limit_errors_total",
+    "Inbound rate-limit checks that could not reach their store (the message went through).",
+)
 INBOUND = Counter(
     "hubbub_inbound_messages_total",
-    "Messages received from platforms, by outcome (accepted, duplicate, rejected, ignored).",
+    "Messages received from platforms, by outcome (accepted, duplicate, rejected, ignored, "
+    "rate_limited: stored, but over a sender's or chat's turn limit).",
     ["platform", "outcome"],
 )
 TURNS = Counter(
     "hubbub_turns_total",
-    "Turns finished, by outcome (reply, command, provider_error, config_error).",
+    "Turns finished, by outcome (reply, command, provider_error, config_error, rate_limited).",
     ["outcome"],
 )
 TURN_SECONDS = Histogram(
@@ -55,6 +62,45 @@ UNSETTLED_SENDS = Counter(
     "outbox entry).",
     ["platform", "outcome"],
 )
+
+# Per tenant, with the tenant as the only label: bounded by the number of tenants.
+TENANT_TURNS = Counter(
+    "hubbub_tenant_turns_total", "Turns answered or refused, per tenant.", ["tenant"]
+)
+TENANT_PROMPT_TOKENS = Counter(
+    "hubbub_tenant_prompt_tokens_total",
+    "Prompt tokens of every model call (main and summary), per tenant.",
+    ["tenant"],
+)
+TENANT_COMPLETION_TOKENS = Counter(
+    "hubbub_tenant_completion_tokens_total",
+    "Completion tokens of every model call (main and summary), per tenant.",
+    ["tenant"],
+)
+TENANT_COST = Counter(
+    "hubbub_tenant_cost_usd_total",
+    "What every model call cost in US dollars (unpriced models count 0), per tenant.",
+    ["tenant"],
+)
+TENANT_UNPRICED_CALLS = Counter(
+    "hubbub_tenant_unpriced_calls_total",
+    "Model calls whose model has no price (litellm's map nor HUBBUB_MODEL_COSTS), per tenant.",
+    ["tenant"],
+)
+TENANT_REFUSALS = Counter(
+    "hubbub_tenant_budget_refusals_total",
+    "Messages answered with a budget refusal instead of a model call, per tenant.",
+    ["tenant"],
+)
+
+
+def count_charge(charge: Charge) -> None:
+    """Count one usage row as it is written to the ledger."""
+    TENANT_PROMPT_TOKENS.labels(charge.tenant_id).inc(charge.prompt_tokens)
+    TENANT_COMPLETION_TOKENS.labels(charge.tenant_id).inc(charge.completion_tokens)
+    TENANT_COST.labels(charge.tenant_id).inc(charge.cost_usd)
+    if not charge.cost_known:
+        TENANT_UNPRICED_CALLS.labels(charge.tenant_id).inc()
 
 
 def serve(port: int, host: str) -> bool:

@@ -16,15 +16,19 @@ from agent_core.config import Settings
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory
 from agent_core.errors import ConfigError
+from agent_core.llm.costs import CostTable
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.tokens import TokenCounter
 from agent_core.tools import config_specs
 from agent_core.tools.kit import ToolKit
+from agent_core.usage import SYSTEM_CLOCK, Budgets, Clock, UsageLedger, UsageServices
+from workers import metrics
 from workers.bots import BotDirectory
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.inbound_limits import InboundLimiter
 from workers.intake import Intake
 from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
@@ -58,6 +62,8 @@ class Runtime:
         dispatcher_factory: builds the dispatcher once the runtime exists (the embedded
             dispatcher runs this runtime's turns; the Celery one only sends tasks).
         model_factory: builds the chat model for each turn (tests may pass their own).
+        clock: the time usage is stamped with and budget periods are read from (tests
+            move their own).
     """
 
     def __init__(
@@ -66,6 +72,7 @@ class Runtime:
         dispatcher_factory: Callable[[Runtime], Dispatcher],
         *,
         model_factory: Callable[[], ChatModel] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
         self.engine: Engine = create_db_engine(settings.resolved_database_url)
@@ -82,8 +89,18 @@ class Runtime:
         self.stopping = threading.Event()
         self.models = ModelSet(settings, main=model_factory)
         prompts = PromptAssembler(settings)
+        costs = CostTable(settings.model_prices)
+        self.usage = UsageServices(
+            UsageLedger(self.factory, costs, clock=clock, on_charge=metrics.count_charge),
+            Budgets(costs, timezone=settings.timezone, clock=clock),
+        )
         self.compactor = Compactor(
-            settings.compression, self.factory, self.counter, self.models, prompts
+            settings.compression,
+            self.factory,
+            self.counter,
+            self.models,
+            prompts,
+            ledger=self.usage.ledger,
         )
         lines = compaction_lines(settings, self.models)
         self.idle = idle_compaction(settings, lines)
@@ -98,6 +115,7 @@ class Runtime:
             self.compactor,
             tools=self.tools,
             max_iterations=settings.agent_max_iterations,
+            usage=self.usage,
         )
         self.turns = TurnRunner(settings, self.agents, self.delivery, stopping=self.stopping)
         self.dispatcher = dispatcher_factory(self)
@@ -109,6 +127,7 @@ class Runtime:
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
             background=BackgroundRing.of(lines) if lines is not None else None,
+            limiter=InboundLimiter.from_settings(settings),
         )
 
     def close(self) -> None:

@@ -178,13 +178,30 @@ class TurnRunner:
                 return None, None, None
             message, chat_session, persona = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
-            request = TurnRequest(chat_session.id, message.id, message.anchor_seq, persona)
+            request = TurnRequest(
+                chat_session.id,
+                message.id,
+                message.anchor_seq,
+                persona,
+                tenant_id=chat_session.tenant_id,
+                user_id=message.speaker_id,
+            )
+            if message.meta.get("rate_limited"):
+                metrics.TURNS.labels("rate_limited").inc()
+                return (
+                    self._record(
+                        db, chat_session, message, notices.RATE_LIMITED, MessageKind.NOTICE
+                    ),
+                    None,
+                    None,
+                )
             if command in COMPACTION_COMMANDS:
                 focus = str(message.meta.get("command_args", "")).strip()
                 return None, request, focus
             if command:
                 text = run_command(command, self._command_context(db, chat_session, message))
                 metrics.TURNS.labels("command").inc()
+                metrics.TENANT_TURNS.labels(chat_session.tenant_id).inc()
                 return (
                     self._record(db, chat_session, message, text, MessageKind.COMMAND),
                     None,
@@ -209,13 +226,16 @@ class TurnRunner:
             message = db.get(Message, request.message_id)
             assert message is not None
             stored = agent.finish(db, message, outcome)
-        self._count(outcome)
+        self._count(request, outcome)
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)
         return stored.outbox_id, outcome
 
     @staticmethod
-    def _count(outcome: TurnOutcome) -> None:
+    def _count(request: TurnRequest, outcome: TurnOutcome) -> None:
+        metrics.TENANT_TURNS.labels(request.tenant_id).inc()
+        if outcome.end is TurnEnd.BUDGET:
+            metrics.TENANT_REFUSALS.labels(request.tenant_id).inc()
         if outcome.end is TurnEnd.NO_MODEL:
             metrics.TURNS.labels("config_error").inc()
             metrics.ERRORS.labels("no_model").inc()
@@ -261,6 +281,7 @@ class TurnRunner:
             message=message,
             args=str(message.meta.get("command_args", "")),
             gauge=gauge,
+            budgets=self._services.usage.budgets if self._services.usage else None,
         )
 
     def _compress_command(self, request: TurnRequest, focus: str) -> int | None:
@@ -268,6 +289,7 @@ class TurnRunner:
         report = self._services.compactor.run(
             request.session_id,
             Trigger.MANUAL,
+            user_id=request.user_id,
             up_to_anchor=request.anchor_seq,
             focus_topic=focus or None,
             wait_seconds=self._services.compression.lease_seconds,
@@ -280,5 +302,6 @@ class TurnRunner:
             assert chat_session is not None
             assert message is not None
             metrics.TURNS.labels("command").inc()
+            metrics.TENANT_TURNS.labels(chat_session.tenant_id).inc()
             text = notices.manual_compaction(report)
             return self._record(db, chat_session, message, text, MessageKind.COMMAND)

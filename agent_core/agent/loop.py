@@ -40,7 +40,7 @@ from agent_core.context import (
     post_response_tokens,
     repair_tool_pairs,
 )
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.errors import ConfigError, ContextOverflow, ProviderError
 from agent_core.llm.model import ChatModel, ChatResult, Usage
@@ -59,6 +59,14 @@ from agent_core.tools import (
     fit_results,
 )
 from agent_core.tools.kit import ToolKit
+from agent_core.usage import (
+    LedgerModel,
+    PendingCall,
+    Purpose,
+    UsageScope,
+    UsageServices,
+    turn_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +102,8 @@ class AgentServices:
     compactor: Compactor
     tools: ToolKit | None = None
     max_iterations: int = 8
+    usage: UsageServices | None = None
+    """The ledger every model call is charged to and the budgets checked before each."""
 
     @property
     def compression(self) -> CompressionSettings:
@@ -118,6 +128,9 @@ class _Loop:
 
     view: SessionView
     system_prompt: str
+    scope: UsageScope
+    tool_rounds: int = 0
+    """Tool rounds of this turn stored before this run (a run again after a crash)."""
     tools: _Tools | None = None
     notices: list[str] = field(default_factory=list)
     compactions: list[CompactionReport] = field(default_factory=list)
@@ -126,6 +139,8 @@ class _Loop:
     tool_calls: int = 0
     tool_seconds: float = 0.0
     steered: int = 0
+    uncharged: list[PendingCall] = field(default_factory=list)
+    """Calls answered since the last commit; charged in it (tool round or reply)."""
 
 
 class Agent:
@@ -156,6 +171,10 @@ class Agent:
         engine = self._engine
         assert engine is not None
         self._loop = loop
+        refused = self._over_budget(loop, model)
+        if refused is not None:
+            return refused
+        model = self._metered(loop, model)
         compress = self._services.compression.enabled
         if compress:
             self._hygiene(loop, engine)
@@ -163,6 +182,8 @@ class Agent:
         for iteration in range(self._services.max_iterations):
             if compress:
                 self._preflight(loop, engine)
+            if iteration and (refused := self._over_budget(loop, model)) is not None:
+                return refused
             # The last allowed call goes without tools, so the model answers with what it has.
             offered = loop.tools if iteration < last else None
             result = self._call(loop, engine, model, offered)
@@ -208,9 +229,50 @@ class Agent:
             view = load_view(
                 db, request.session_id, services.counter, up_to_anchor=request.anchor_seq
             )
+            rounds = SessionRepository.from_session(db).tool_rounds(
+                request.session_id, request.anchor_seq
+            )
+            scope = UsageScope.of(chat_session, trigger.speaker_id)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state)
-        return _Loop(view, system_prompt, tools)
+        return _Loop(view, system_prompt, scope, rounds, tools)
+
+    def _metered(self, loop: _Loop, model: ChatModel) -> ChatModel:
+        """``model`` with its calls charged to the ledger, numbered on from stored rounds."""
+        usage = self._services.usage
+        if usage is None:
+            return model
+        keys = turn_keys(self.request.message_id, loop.tool_rounds)
+        return LedgerModel(model, usage.ledger, loop.scope, Purpose.MAIN, keys, loop.uncharged)
+
+    def _charge(self, db: Session, loop: _Loop) -> None:
+        """Charge the calls answered since the last commit, in this commit."""
+        usage = self._services.usage
+        if usage is not None and loop.uncharged:
+            usage.ledger.write(db, loop.uncharged)
+            loop.uncharged.clear()
+
+    def _over_budget(self, loop: _Loop, model: ChatModel) -> TurnOutcome | None:
+        """The refusal to end the turn with when the next call would break a budget."""
+        usage = self._services.usage
+        if usage is None:
+            return None
+        with read_transaction(self._services.factory) as db:
+            broken = usage.budgets.check(
+                db, loop.scope, model=model.name, estimate_tokens=self._counted(loop)
+            )
+        if broken is None:
+            return None
+        log.info(
+            "budget refused a model call",
+            extra={
+                "session_id": self.request.session_id,
+                "budget_scope": broken.scope,
+                "period": broken.period,
+                "unit": broken.unit,
+            },
+        )
+        return self._outcome(loop, TurnEnd.BUDGET, usage.budgets.refusal(broken))
 
     def _tools(
         self, db: Session, chat_session: ChatSession, trigger: Message, model: ChatModel
@@ -290,6 +352,7 @@ class Agent:
         report = self._services.compactor.run(
             self.request.session_id,
             trigger,
+            user_id=loop.scope.user_id,
             up_to_anchor=self.request.anchor_seq,
             wait_seconds=wait_seconds,
             tools=tools.schemas if tools is not None else None,
@@ -414,6 +477,7 @@ class Agent:
                 last = fitted[-1]
                 fitted[-1] = replace(last, content=last.content + steer.block(steered))
             loop.steered += len(steered)
+            self._charge(db, loop)
             append_tool_exchange(
                 db,
                 chat_session,
@@ -460,6 +524,12 @@ class Agent:
         if outcome.tool_calls:
             meta["tool_calls"] = outcome.tool_calls
             meta["tool_ms"] = round(outcome.tool_seconds * 1000, 3)
+        shown = outcome.notices
+        usage, loop = self._services.usage, self._loop
+        if usage is not None and loop is not None:
+            self._charge(db, loop)
+            if outcome.calls:
+                shown += tuple(usage.budgets.new_warnings(db, loop.scope))
         outbox_id = record_reply(
             db,
             chat_session,
@@ -469,9 +539,9 @@ class Agent:
             kind=outcome.kind,
             usage=_total_usage(outcome.calls),
             meta=meta,
-            notices=outcome.notices,
+            notices=shown,
         )
-        engine, loop = self._engine, self._loop
+        engine = self._engine
         if outbox_id is None or engine is None or loop is None or not outcome.answered:
             return Stored(outbox_id, compact_later=False)
         return Stored(outbox_id, compact_later=self._judge_usage(db, engine, loop, outcome))

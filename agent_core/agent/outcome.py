@@ -24,6 +24,8 @@ class TurnEnd(StrEnum):
     """No model is configured; the user is told what the operator must set."""
     GONE = "gone"
     """The session no longer exists (nothing to answer)."""
+    BUDGET = "budget"
+    """A budget is used up: the user is told, and no model was called for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,10 @@ class TurnRequest:
     """The message's transcript position: the turn sees what sits at or before it."""
     persona: str | None = None
     """The tenant's persona, which replaces the default identity in the prompt."""
+    tenant_id: str = ""
+    """The session's tenant (metrics are counted per tenant)."""
+    user_id: str | None = None
+    """The person being answered (budgets and usage per user)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -52,6 +52,7 @@ from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.view import SessionView, load_view
 from agent_core.tokens import TokenCounter, rough_tokens
+from agent_core.usage import LedgerModel, Purpose, UsageLedger, UsageScope, compaction_keys
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ class Compactor:
         counter: counts summaries and rewritten messages.
         models: the main and summary models.
         prompts: rebuilds a session's system prompt after a compaction (fresh memory).
+        ledger: where the summary calls are charged (``None``: nowhere).
     """
 
     def __init__(
@@ -148,8 +150,10 @@ class Compactor:
         counter: TokenCounter,
         models: ModelSet,
         prompts: PromptAssembler,
+        ledger: UsageLedger | None = None,
     ) -> None:
         self.settings = settings
+        self.ledger = ledger
         self._factory = factory
         self._counter = counter
         self._models = models
@@ -172,6 +176,7 @@ class Compactor:
         session_id: str,
         trigger: Trigger,
         *,
+        user_id: str | None = None,
         up_to_anchor: int | None = None,
         focus_topic: str | None = None,
         wait_seconds: float = 0.0,
@@ -183,6 +188,8 @@ class Compactor:
         Args:
             session_id: the session.
             trigger: which rule decides (see :func:`~agent_core.compaction.triggers.due`).
+            user_id: the person whose turn asked for it: its summary calls are charged to
+                them too (``None`` between turns: the tenant and chat only).
             up_to_anchor: compact only what a turn sees (messages at or before its own).
             focus_topic: what the summary should keep in most detail.
             wait_seconds: how long to wait for a busy lease (overflow recovery and
@@ -208,7 +215,7 @@ class Compactor:
         try:
             with lock.LeaseKeeper(self._factory, session_id, lock.COMPACTION, owner, lease):
                 report = self._run_locked(
-                    session_id, trigger, up_to_anchor, focus_topic, tools, overhead_tokens
+                    session_id, trigger, user_id, up_to_anchor, focus_topic, tools, overhead_tokens
                 )
             if trigger is Trigger.IDLE and not report.applied:
                 with transaction(self._factory, durable=False) as db:
@@ -224,6 +231,7 @@ class Compactor:
         self,
         session_id: str,
         trigger: Trigger,
+        user_id: str | None,
         up_to_anchor: int | None,
         focus_topic: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
@@ -240,14 +248,17 @@ class Compactor:
                 return CompactionReport(trigger, RunStatus.NOT_NEEDED)
             read_at = utcnow()
             view = load_view(db, session_id, self._counter, up_to_anchor=up_to_anchor)
-        if view is None:
+            chat_session = db.get(ChatSession, session_id)
+            scope = UsageScope.of(chat_session, user_id) if chat_session is not None else None
+        if view is None or scope is None:
             return CompactionReport(trigger, RunStatus.NOT_NEEDED)
         meter = Meter()
         summary = self._models.summary()
+        charged = self._charged(scope, view.summary_version)
         engine = self.engine(
-            MeteredModel(main, meter),
+            charged(MeteredModel(main, meter)),
             view.state,
-            summary_model=MeteredModel(summary, meter) if summary else None,
+            summary_model=charged(MeteredModel(summary, meter)) if summary else None,
         )
         size = exact_size(view, self._counter, overhead_tokens=overhead_tokens)
         if not due(trigger, size, engine):
@@ -294,6 +305,14 @@ class Compactor:
             },
         )
         return CompactionReport(trigger, RunStatus.RAN, result, compaction_id, measured.cpu_ms)
+
+    def _charged(self, scope: UsageScope, summary_version: int) -> Callable[[ChatModel], ChatModel]:
+        """Wraps the compaction's models so their calls are charged under shared keys."""
+        ledger = self.ledger
+        if ledger is None:
+            return lambda model: model
+        keys = compaction_keys(scope.session_id or "", summary_version)
+        return lambda model: LedgerModel(model, ledger, scope, Purpose.SUMMARY, keys)
 
     def _row_due(self, db: Session, session_id: str, model: ChatModel, trigger: Trigger) -> bool:
         """The trigger's rule on the session row, before reading its whole transcript.

@@ -247,6 +247,20 @@ class SessionRepository:
         """Whether any message of the session waits for a turn."""
         return bool(self.session.scalar(_HAS_PENDING, {"sid": session_id}))
 
+    def tool_rounds(self, session_id: str, anchor_seq: int) -> int:
+        """Tool rounds already stored for the turn at ``anchor_seq``.
+
+        A turn that runs again after a crash continues from these, so its calls are
+        numbered on from them (see :mod:`agent_core.usage.ledger`). Counted in Python:
+        a JSON ``null`` and SQL ``NULL`` differ between the backends.
+        """
+        query = select(Message.tool_calls).where(
+            Message.session_id == session_id,
+            Message.anchor_seq == anchor_seq,
+            Message.role == "assistant",
+        )
+        return sum(1 for calls in self.session.scalars(query) if calls)
+
     def context_rows(
         self, session_id: str, *, up_to_anchor: int | None = None
     ) -> Sequence[Row[Any]]:

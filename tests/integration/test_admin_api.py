@@ -26,11 +26,13 @@ from agent_core.db.engine import transaction
 from agent_core.db.models import (
     DEFAULT_TENANT_ID,
     Bot,
+    Budget,
     ChatSession,
     Compaction,
     MemoryEntry,
     Message,
     Tenant,
+    UsageRecord,
 )
 from gateway.routes.admin import PREFIX
 from tests.fixtures.llm_server import FakeLLM
@@ -116,6 +118,20 @@ def _seed(db: Session, tenant: str) -> Seeded:
                 content=f"{tenant}-active-words",
             ),
             MemoryEntry(tenant_id=tenant, bot_id=bot.id, scope="bot", content=f"{tenant}-fact"),
+            UsageRecord(
+                call_key=f"{tenant}-call",
+                tenant_id=tenant,
+                bot_id=bot.id,
+                session_id=session_id,
+                chat_key=f"{tenant}/{bot.id}/telegram/{tenant}-chat",
+                user_id=f"{tenant}-payer",
+                model=f"openai/{tenant}-model",
+                purpose="main",
+                prompt_tokens=100,
+                completion_tokens=10,
+                cost_usd=0.5,
+            ),
+            Budget(tenant_id=tenant, scope="user", period="day", unit="tokens", amount=1000),
         ]
     )
     made = {
@@ -135,6 +151,8 @@ def _seed(db: Session, tenant: str) -> Seeded:
             f"{tenant}-archived-words",
             f"{tenant}-active-words",
             f"{tenant}-fact",
+            f"{tenant}-payer",
+            f"{tenant}-model",
             made["read"][:12],
             made["admin"][:12],
         ),
@@ -190,6 +208,8 @@ def _body(method: str, path: str) -> dict[str, Any] | None:
         return {"trigger_mode": "all", "credentials": {"token": TOKEN}}
     if path.endswith("/keys") and method == "POST":
         return {"scope": "read"}
+    if path.endswith("/budgets") and method == "PUT":
+        return {"budgets": [{"scope": "chat", "period": "month", "unit": "usd", "amount": 5}]}
     return None
 
 

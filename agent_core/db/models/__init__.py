@@ -12,12 +12,15 @@ from agent_core.db.models.outbox import OutboxEntry, OutboxState
 from agent_core.db.models.session import ChatSession
 from agent_core.db.models.tenant import DEFAULT_TENANT_ID, Tenant
 from agent_core.db.models.tool_result import StoredToolResult
+from agent_core.db.models.usage import Budget, BudgetAlert, UsageRecord
 
 __all__ = (
     "DEFAULT_TENANT_ID",
     "ApiKey",
     "AuditEvent",
     "Bot",
+    "Budget",
+    "BudgetAlert",
     "ChatSession",
     "Compaction",
     "MemoryEntry",
@@ -31,4 +34,5 @@ __all__ = (
     "Tenant",
     "TenantMcpServer",
     "TurnState",
+    "UsageRecord",
 )

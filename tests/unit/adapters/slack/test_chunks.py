@@ -95,6 +95,17 @@ class TestRenderChunks:
                 assert len(chunk.mrkdwn) <= 60
                 assert re.fullmatch(f"\\*(?:{re.escape(cluster)})+\\*", chunk.mrkdwn)
 
+    def test_code_in_a_quote_too_small_for_its_nesting_keeps_its_backticks(self) -> None:
+        # A quoted table (a code block in Slack) cannot keep its quote at the smallest
+        # limit; flattened, it must stay preformatted rather than become prose whose
+        # backticks the renderer has to replace with look-alikes.
+        reply = "> | a | b |\n> |---|---|\n> | `x` | y`z |\n" * 3
+        chunks = render_chunks(reply, 16)
+        shown = "".join(c.mrkdwn for c in chunks)
+        assert "\u02cb" not in shown
+        assert shown.count("`") - shown.count("```") * 3 == 3  # each table's `y`z` cell
+        assert all(len(c.mrkdwn) <= 16 and _balanced(c.mrkdwn) for c in chunks)
+
     def test_limit_too_small(self) -> None:
         with pytest.raises(ValueError, match="at least 16"):
             render_chunks("hello", 10)
