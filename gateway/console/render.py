@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, Form, Path, Request
@@ -9,6 +10,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from agent_core.usage import Unit
+from agent_core.usage.budgets import format_amount
 from gateway.console import views
 from gateway.console.access import BASE, Viewer
 from gateway.dependencies import get_runtime
@@ -46,6 +49,7 @@ _templates = Jinja2Templates(
 )
 _templates.env.filters["when"] = views.when
 _templates.env.filters["number"] = views.number
+_templates.env.filters["usd"] = partial(format_amount, Unit.USD)
 
 
 def page(

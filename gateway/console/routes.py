@@ -20,7 +20,7 @@ from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.errors import InvalidInput
-from gateway.console import views
+from gateway.console import usage, views
 from gateway.console.access import (
     BASE,
     COOKIE_NAME,
@@ -75,6 +75,7 @@ def install(app: FastAPI) -> None:
         return page(request, "error.html", viewer, exc.status, message=str(exc))
 
     app.include_router(router)
+    app.include_router(usage.router)
 
 
 # --- static, sign-in, sign-out --------------------------------------------------------------

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from agent_core.admin import keys
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import DEFAULT_TENANT_ID, Compaction
+from agent_core.usage.repository import UsageRepository
 from tests.fixtures.console import seed_tenant
 from tests.fixtures.llm_server import FakeLLM
 from tests.fixtures.services import (
@@ -90,6 +91,9 @@ def compacted(gateway: GatewayServer) -> str:
 def operator_key(gateway: GatewayServer) -> str:
     with transaction(gateway.runtime.factory) as db:
         seed_tenant(db, "acme")
+        budgets = UsageRepository.from_session(db)
+        budgets.set_budget(DEFAULT_TENANT_ID, "tenant", "month", "tokens", 1_000_000)
+        budgets.set_budget(DEFAULT_TENANT_ID, "user", "day", "usd", 0.5)
         return keys.create(db, tenant_id=None, scope="admin").secret
 
 
@@ -145,6 +149,25 @@ def test_walk_every_page_restore_and_sign_out(
         (compaction,) = db.scalars(select(Compaction).where(Compaction.session_id == compacted))
         assert compaction.restored
 
+    # The web chat turns and the summary above were metered by the real pipeline.
+    page.click("nav.main >> text=Usage")
+    expect(page.locator("#per-day rect.bar").first).to_be_attached()
+    expect(page.locator("#per-model rect.bar")).to_have_count(1)
+    expect(page.locator("#models")).to_contain_text("openai/fake-model")
+    expect(page.locator("#per-day figcaption")).to_contain_text("tokens")
+    _shot(page, "usage")
+    page.select_option("select[name=measure]", "usd")
+    page.click("text=Show")
+    expect(page.locator("#per-day figcaption")).to_contain_text("$")
+
+    page.click("nav.main >> text=Budgets")
+    rows = page.locator("#budgets tr.budget")
+    expect(rows).to_have_count(2)
+    expect(rows.filter(has_text="the whole tenant")).to_contain_text("1,000,000 tokens")
+    expect(rows.filter(has_text="the whole tenant").locator("figure.gauge")).to_have_count(1)
+    expect(rows.filter(has_text="each person")).to_contain_text("$0.5000")
+    _shot(page, "budgets")
+
     page.click("nav.main >> text=Keys")
     page.select_option("#scope", "read")
     page.click("#create-key")
@@ -180,6 +203,8 @@ def test_every_page_fits_a_390px_phone(
             "bots": "/console/t/acme/bots",
             "sessions": f"/console/t/{DEFAULT_TENANT_ID}/sessions",
             "session": f"/console/t/{DEFAULT_TENANT_ID}/sessions/{compacted}",
+            "usage": f"/console/t/{DEFAULT_TENANT_ID}/usage",
+            "budgets": f"/console/t/{DEFAULT_TENANT_ID}/budgets",
             "keys": "/console/t/acme/keys",
             "audit": "/console/t/acme/audit",
         }

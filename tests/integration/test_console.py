@@ -247,6 +247,8 @@ class TestScope:
             f"/console/t/globex/sessions/{globex.session_id}",
             f"/console/t/acme/sessions/{globex.session_id}",
             "/console/t/globex/keys",
+            "/console/t/globex/usage",
+            "/console/t/globex/budgets",
             "/console/t/globex/audit",
         ):
             response = browser.get(path)

@@ -7,7 +7,7 @@ import pytest
 from agent_core.admin.keys import Caller, Scope
 from gateway.console.access import Refused, Viewer, check_csrf, check_write
 from gateway.console.sessions import MemorySessionStore, new_session
-from gateway.console.views import gauge_view
+from gateway.console.views import bar_chart, gauge_view
 from gateway.routes.admin import Gauge
 
 
@@ -68,3 +68,13 @@ def test_memory_sessions_expire_and_are_deleted() -> None:
     assert store.get("someone-else") is None
     store.delete(live_id)
     assert store.get(live_id) is None
+
+
+def test_bars_scale_to_the_tallest_and_stay_apart() -> None:
+    chart = bar_chart([("a", 10.0), ("b", 40.0), ("c", 0.0)], lambda v: f"{v:.0f} tokens")
+    assert [b.height for b in chart.bars] == [10.0, 40.0, 0.0]
+    assert [b.y for b in chart.bars] == [30.0, 0.0, 40.0]
+    assert chart.peak == "40 tokens"
+    assert all(b.width <= 6.0 for b in chart.bars)
+    assert all(a.x + a.width < b.x for a, b in zip(chart.bars, chart.bars[1:], strict=False))
+    assert bar_chart([], str).bars == []
