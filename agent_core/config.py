@@ -108,6 +108,8 @@ DEFAULT_WEBCHAT_MODE: WebchatMode = "local"
 DEFAULT_INTERNAL_HOST = "127.0.0.1"
 DEFAULT_WEBCHAT_COOKIE_DAYS = 365
 """How long a public web chat browser keeps its conversations."""
+DEFAULT_CONSOLE_SESSION_HOURS = 8
+"""A working day: a console sign-in lasts this long, then the key is asked again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +296,8 @@ class Settings(BaseSettings):
     webchat_secret: SecretStr | None = None
     """Signs the public web chat's browser cookie; unset: derived from the secret key."""
     webchat_cookie_days: int = Field(DEFAULT_WEBCHAT_COOKIE_DAYS, ge=1)
+    console_session_hours: int = Field(DEFAULT_CONSOLE_SESSION_HOURS, ge=1, le=24 * 30)
+    """How long a console sign-in lasts before the key must be entered again."""
     max_message_chars: int = Field(DEFAULT_MAX_MESSAGE_CHARS, gt=0)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
     """Larger request bodies get a 413 before they are read (webhooks before verification)."""

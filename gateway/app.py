@@ -1,4 +1,4 @@
-"""The ASGI app: web chat, webhooks, health and metrics, around one process runtime."""
+"""The ASGI app: web chat, webhooks, admin API, console, health, metrics; one runtime."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from agent_core.usage import SYSTEM_CLOCK, Clock
 from gateway.access_log import quiet_polling
+from gateway.console import routes as console
+from gateway.console.sessions import store_for
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
 from gateway.listeners import SplitListeners
@@ -88,11 +90,13 @@ def create_app(
             if runner is not None:
                 await run_in_threadpool(runner.stop, settings.shutdown_grace_seconds)
             await run_in_threadpool(runtime.close)
+            app.state.console_sessions.close()
             log.info("gateway stopped")
 
     quiet_polling()
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     app.state.webchat_cookies = None
+    app.state.console_sessions = store_for(settings.redis_url)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # Every route reads through the body limit (413) and may meet a malformed request (400).
@@ -107,6 +111,7 @@ def create_app(
     app.include_router(webhooks.router, responses=every_route)
     admin.install(app, responses=every_route)
     app.include_router(admin_usage.router, responses=every_route)
+    console.install(app)
     if settings.internal_port is not None:
         app.add_middleware(SplitListeners, internal_port=settings.internal_port)
     return app

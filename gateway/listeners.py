@@ -1,10 +1,9 @@
 """The gateway's sockets: the public listener and, optionally, an internal one.
 
-With ``HUBBUB_INTERNAL_PORT`` set, the API docs, the Prometheus metrics and the operators'
-web console are served only on the internal listener (loopback by default), never on the
-public one that an ingress or the internet reaches. Both sockets are bound before serving
-starts, so a port in use stops the gateway at once with a clear message instead of
-half-starting it.
+With ``HUBBUB_INTERNAL_PORT`` set, the API docs, the Prometheus metrics and the web console
+are served only on the internal listener (loopback by default), never on the public one
+that an ingress or the internet reaches. Both sockets are bound before serving starts, so
+a port in use stops the gateway at once with a clear message instead of half-starting it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from agent_core.config import Settings
 
 INTERNAL_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/metrics", "/console")
 """Served on the internal listener only (``/docs/oauth2-redirect`` and the console's pages
-included)."""
+included): operator tools, reached through a port-forward or a private network."""
 PROBES = ("/healthz", "/readyz")
 """Answered on both listeners, so either can be probed."""
 

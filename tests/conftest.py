@@ -16,6 +16,7 @@ os.environ.setdefault("HUBBUB_RATE_LIMIT_USER", "off")
 os.environ.setdefault("HUBBUB_RATE_LIMIT_CHAT", "off")
 
 pytest_plugins = [
+    "tests.fixtures.browser",
     "tests.fixtures.database",
     "tests.fixtures.llm",
     "tests.fixtures.redis",

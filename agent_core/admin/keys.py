@@ -129,6 +129,19 @@ def identify(db: Session, secret: str) -> tuple[Caller, datetime | None] | None:
     ), key.last_used_at
 
 
+def caller_for_prefix(db: Session, prefix: str) -> tuple[Caller, datetime | None] | None:
+    """The caller of the unrevoked key named ``prefix`` and its last use, read afresh.
+
+    A signed-in console session holds only the prefix, never the secret, and ends once
+    the key is revoked or gone (``None``).
+    """
+    key = KeyRepository.from_session(db).get_by_prefix(prefix)
+    if key is None or key.revoked_at is not None:
+        return None
+    caller = Caller(prefix=key.prefix, tenant_id=key.tenant_id, scope=Scope(key.scope))
+    return caller, key.last_used_at
+
+
 def is_stale(last_used_at: datetime | None, now: datetime) -> bool:
     """Whether ``last_used_at`` is due to be written again."""
     return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from agent_core.db.models import Bot, ChatSession, MemoryEntry, Message, Tenant
+from agent_core.admin.activity import NO_ACTIVITY, BotActivity
+from agent_core.db.models import Bot, ChatSession, MemoryEntry, Message, OutboxEntry, Tenant
 
 
 class AdminRepository:
@@ -35,6 +38,53 @@ class AdminRepository:
     def bot(self, tenant_id: str, bot_id: int) -> Bot | None:
         """The tenant's bot with this id, or ``None``."""
         return self.session.scalar(select(Bot).where(Bot.tenant_id == tenant_id, Bot.id == bot_id))
+
+    def bot_activity(self, bots: Sequence[Bot]) -> dict[int, BotActivity]:
+        """Per bot: its newest inbound message, newest reply and newest delivery error.
+
+        Three grouped queries, whatever the number of bots.
+        """
+        ids = [b.id for b in bots]
+        if not ids:
+            return {}
+        inbound = dict(
+            self.session.execute(
+                select(Message.bot_id, func.max(Message.created_at))
+                .where(Message.bot_id.in_(ids), Message.role == "user")
+                .group_by(Message.bot_id)
+            ).all()
+        )
+        newest = select(func.max(OutboxEntry.id)).where(OutboxEntry.bot_id.in_(ids))
+        latest = {
+            e.bot_id: e
+            for e in self.session.scalars(
+                select(OutboxEntry).where(
+                    OutboxEntry.id.in_(newest.group_by(OutboxEntry.bot_id).scalar_subquery())
+                )
+            )
+        }
+        erred = newest.where(OutboxEntry.last_error.is_not(None)).group_by(OutboxEntry.bot_id)
+        errors = {
+            e.bot_id: e
+            for e in self.session.scalars(
+                select(OutboxEntry).where(OutboxEntry.id.in_(erred.scalar_subquery()))
+            )
+        }
+        found: dict[int, BotActivity] = {}
+        for bot_id in ids:
+            reply, error = latest.get(bot_id), errors.get(bot_id)
+            if reply is None and bot_id not in inbound:
+                found[bot_id] = NO_ACTIVITY
+                continue
+            found[bot_id] = BotActivity(
+                last_inbound_at=inbound.get(bot_id),
+                last_delivery_state=reply.state if reply else None,
+                last_delivery_at=(reply.sent_at or reply.created_at) if reply else None,
+                last_delivery_failed_once=bool(reply and reply.last_error),
+                last_error=error.last_error if error else None,
+                last_error_at=(error.claimed_at or error.created_at) if error else None,
+            )
+        return found
 
     def sessions(
         self, tenant_id: str, *, platform: str | None, chat: str | None, limit: int

@@ -21,10 +21,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from agent_core.admin import audit, keys
+from agent_core.admin import audit, keys, operations
 from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.repository import CompactionRepository
-from agent_core.compaction.service import restore_latest
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
@@ -354,7 +353,8 @@ def _settings_of(tenant: Tenant) -> dict[str, Any]:
     return {"name": tenant.name, "persona": tenant.persona}
 
 
-def _bot_out(bot: Bot) -> BotOut:
+def bot_out(bot: Bot) -> BotOut:
+    """A bot as the API and the console show it."""
     options = bot.settings or {}
     return BotOut(
         id=bot.id,
@@ -371,7 +371,8 @@ def _bot_out(bot: Bot) -> BotOut:
     )
 
 
-def _session_out(s: ChatSession) -> dict[str, Any]:
+def session_fields(s: ChatSession) -> dict[str, Any]:
+    """The fields of :class:`SessionOut`."""
     return {
         "id": s.id,
         "bot_id": s.bot_id,
@@ -405,7 +406,8 @@ def _message_out(m: Message) -> MessageOut:
     )
 
 
-def _compaction_out(c: Compaction) -> CompactionOut:
+def compaction_out(c: Compaction) -> CompactionOut:
+    """A compaction with the diff of its summary to the one it replaced."""
     diff = difflib.unified_diff(
         (c.previous_summary or "").splitlines(),
         c.summary.splitlines(),
@@ -427,7 +429,8 @@ def _compaction_out(c: Compaction) -> CompactionOut:
     )
 
 
-def _gauge(runtime: Runtime, s: ChatSession) -> Gauge:
+def session_gauge(runtime: Runtime, s: ChatSession) -> Gauge:
+    """How full ``s`` is, against this deployment's window and compaction lines."""
     window: int | None = None
     try:
         window = runtime.models.main().context_length
@@ -468,12 +471,8 @@ def _bot_or_404(db: Session, access: Access, bot_id: int) -> Bot:
     return bot
 
 
-def _session_or_404(
-    db: Session, access: Access, session_id: str, *, for_update: bool = False
-) -> ChatSession:
-    found = AdminRepository.from_session(db).session_of(
-        access.tenant_id, session_id, for_update=for_update
-    )
+def _session_or_404(db: Session, access: Access, session_id: str) -> ChatSession:
+    found = AdminRepository.from_session(db).session_of(access.tenant_id, session_id)
     if found is None:
         raise _not_found("session")
     return found
@@ -529,7 +528,7 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettings:
 def list_bots(access: TenantAccess) -> list[BotOut]:
     """The tenant's bots (credentials are never shown)."""
     with read_transaction(access.runtime.factory) as db:
-        return [_bot_out(b) for b in AdminRepository.from_session(db).bots(access.tenant_id)]
+        return [bot_out(b) for b in AdminRepository.from_session(db).bots(access.tenant_id)]
 
 
 @router.post("/tenants/{tenant}/bots", status_code=201)
@@ -547,7 +546,7 @@ def create_bot(access: TenantAccess, body: NewBot) -> BotOut:
             trigger_mode=body.trigger_mode or "mention",
             answer_bots=bool(body.answer_bots),
         )
-        out = _bot_out(bot)
+        out = bot_out(bot)
         _record(db, access, "bot.create", f"bot:{bot.id}", after=out.model_dump())
     return out
 
@@ -556,7 +555,7 @@ def create_bot(access: TenantAccess, body: NewBot) -> BotOut:
 def get_bot(access: TenantAccess, bot: int) -> BotOut:
     """One bot."""
     with read_transaction(access.runtime.factory) as db:
-        return _bot_out(_bot_or_404(db, access, bot))
+        return bot_out(_bot_or_404(db, access, bot))
 
 
 @router.put("/tenants/{tenant}/bots/{bot}")
@@ -566,7 +565,7 @@ def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
         raise InvalidInput(f"trigger mode must be one of {', '.join(TRIGGER_MODES)}")
     with transaction(access.runtime.factory) as db:
         row = _bot_or_404(db, access, bot)
-        before = _bot_out(row).model_dump()
+        before = bot_out(row).model_dump()
         if body.trigger_mode is not None:
             row.trigger_mode = body.trigger_mode
         if body.answer_bots is not None:
@@ -577,7 +576,7 @@ def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
         if body.credentials is not None:
             row.credentials = _box(access.runtime).seal(_secrets(body.credentials))
         db.flush()
-        out = _bot_out(row)
+        out = bot_out(row)
         after = out.model_dump() | ({"credentials_rotated": True} if rotated else {})
         _record(db, access, "bot.update", f"bot:{bot}", before=before, after=after)
     return out
@@ -588,7 +587,7 @@ def delete_bot(access: TenantAccess, bot: int) -> Response:
     """Delete a bot with its sessions and messages."""
     with transaction(access.runtime.factory) as db:
         row = _bot_or_404(db, access, bot)
-        before = _bot_out(row).model_dump()
+        before = bot_out(row).model_dump()
         db.delete(row)
         db.flush()
         _record(db, access, "bot.delete", f"bot:{bot}", before=before)
@@ -610,7 +609,7 @@ def list_sessions(
         found = AdminRepository.from_session(db).sessions(
             access.tenant_id, platform=platform, chat=chat, limit=limit
         )
-        return [SessionOut(**_session_out(s)) for s in found]
+        return [SessionOut(**session_fields(s)) for s in found]
 
 
 @router.get("/tenants/{tenant}/sessions/{session_id}")
@@ -619,8 +618,8 @@ def get_session(access: TenantAccess, session_id: SessionId) -> SessionDetail:
     with read_transaction(access.runtime.factory) as db:
         s = _session_or_404(db, access, session_id)
         return SessionDetail(
-            **_session_out(s),
-            gauge=_gauge(access.runtime, s),
+            **session_fields(s),
+            gauge=session_gauge(access.runtime, s),
             ended_at=s.ended_at,
             has_summary=bool(s.summary),
             prompt_built_at=s.prompt_built_at,
@@ -644,27 +643,19 @@ def list_compactions(access: TenantAccess, session_id: SessionId) -> list[Compac
     with read_transaction(access.runtime.factory) as db:
         _session_or_404(db, access, session_id)
         found = CompactionRepository.from_session(db).list_for_session(session_id)
-        return [_compaction_out(c) for c in found]
+        return [compaction_out(c) for c in found]
 
 
 @router.post("/tenants/{tenant}/sessions/{session_id}/restore")
 def restore_compaction(access: TenantAccess, session_id: SessionId) -> Restored:
     """Undo the session's newest compaction: its messages become active again."""
     with transaction(access.runtime.factory) as db:
-        s = _session_or_404(db, access, session_id, for_update=True)
-        undone = restore_latest(db, s)
-        if undone is None:
-            return Restored(compaction_id=None, messages_back=0)
-        result = Restored(compaction_id=undone.id, messages_back=undone.archived_count)
-        _record(
-            db,
-            access,
-            "session.restore",
-            f"session:{session_id}",
-            before={"compaction_id": undone.id},
-            after=result.model_dump(),
+        done = operations.restore_compaction(
+            db, tenant_id=access.tenant_id, session_id=session_id, actor=access.actor
         )
-    return result
+    if done is None:
+        raise _not_found("session")
+    return Restored(compaction_id=done.compaction_id, messages_back=done.messages_back)
 
 
 @router.get("/tenants/{tenant}/sessions/{session_id}/archive")
@@ -715,9 +706,10 @@ def list_keys(access: TenantAccess) -> list[KeyOut]:
 def create_key(access: TenantAccess, body: NewKey) -> CreatedKeyOut:
     """A new key for the tenant; its secret is in this answer only."""
     with transaction(access.runtime.factory) as db:
-        created = keys.create(db, tenant_id=access.tenant_id, scope=body.scope)
+        created = operations.create_key(
+            db, tenant_id=access.tenant_id, scope=body.scope, actor=access.actor
+        )
         described = keys.describe(created.key)
-        _record(db, access, "key.create", created.key.prefix, after=described)
     return CreatedKeyOut.model_validate(described | {"key": created.secret})
 
 
@@ -725,13 +717,12 @@ def create_key(access: TenantAccess, body: NewKey) -> CreatedKeyOut:
 def revoke_key(access: TenantAccess, prefix: Annotated[str, Path(max_length=16)]) -> KeyOut:
     """Revoke one of the tenant's keys."""
     with transaction(access.runtime.factory) as db:
-        key = keys.KeyRepository.from_session(db).get_by_prefix(prefix)
-        if key is None or key.tenant_id != access.tenant_id:
+        key = operations.revoke_key(
+            db, tenant_id=access.tenant_id, prefix=prefix, actor=access.actor
+        )
+        if key is None:
             raise _not_found("key")
-        before = keys.describe(key)
-        keys.revoke(db, prefix, tenant_id=access.tenant_id)
         after = keys.describe(key)
-        _record(db, access, "key.revoke", prefix, before=before, after=after)
     return KeyOut.model_validate(after)
 
 

@@ -93,7 +93,7 @@ def test_the_internal_port_keeps_docs_and_metrics_off_the_public_listener(
     port, internal = free_port(), free_port()
     env = _embedded_env(tmp_path, fake_llm) | {"HUBBUB_INTERNAL_PORT": str(internal)}
     processes.append(start_up(env, port))
-    operator_paths = ("/metrics", "/docs", "/openapi.json")
+    operator_paths = ("/metrics", "/docs", "/openapi.json", "/console/sign-in")
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as public:
         for path in operator_paths:
             assert public.get(path).status_code == 404, path

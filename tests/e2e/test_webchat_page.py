@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
@@ -16,36 +15,6 @@ pytestmark = pytest.mark.e2e
 
 # A loaded CI machine renders slowly: wait on what the page shows, with a generous bound.
 expect.set_options(timeout=60_000)
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is required for the page tests: apt-get install chromium")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page
-    context.close()
 
 
 def _gateway(
