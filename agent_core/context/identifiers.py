@@ -29,9 +29,9 @@ LEDGER_NOTE = (
     "older or unlisted ones are in this chat's archive: find them with session_search)"
 )
 """Tells the model where what no longer fits the prompt went, and how to get it back."""
-LEDGER_WINDOW_SHARE = 0.10
+LEDGER_WINDOW_SHARE = 0.12
 MAX_LEDGER_TOKENS = 16_000
-"""The ledger's ceiling: 12,800 tokens at 128k. A freshly compacted session then holds
+"""The ledger's ceiling: 15,360 tokens at 128k. A freshly compacted session then holds
 about the tail (20 % of the threshold), the summary's prose and at most this much, which
 at 128k is under half of the compressor threshold (see ``compaction.triggers``)."""
 LEDGER_SHARE = 0.75
@@ -331,7 +331,7 @@ def rank_ledger(candidates: Sequence[Candidate], budget_tokens: int, costs: Ledg
 
 
 def ledger_ceiling_tokens(context_length: int) -> int:
-    """The most the ledger may take: ``min(10 % of the window, 16,000)`` tokens.
+    """The most the ledger may take: ``min(12 % of the window, 16,000)`` tokens.
 
     Separate from the summary's own ceiling: the ledger never passes through the summary
     model, and a busy technical group needs far more room for verbatim identifiers than

@@ -189,15 +189,15 @@ class TestLedger:
         assert ledger_line_allowed(value)
         assert parse_ledger(Ledger((value,), ()).render()) == [value]
 
-    def test_the_ceiling_is_a_tenth_of_the_window_up_to_16k(self):
-        assert ledger_ceiling_tokens(128_000) == 12_800
+    def test_the_ceiling_is_12_percent_of_the_window_up_to_16k(self):
+        assert ledger_ceiling_tokens(128_000) == 15_360
         assert ledger_ceiling_tokens(1_000_000) == 16_000
-        assert ledger_ceiling_tokens(32_000) == 3_200
+        assert ledger_ceiling_tokens(32_000) == 3_840
 
     def test_small_windows_keep_the_share_of_the_summary_budget(self):
         assert ledger_budget_tokens(4_000) == 3_000
         assert ledger_room(2_000, 8_000) == 1_500
-        assert ledger_room(6_400, 128_000) == 12_800
+        assert ledger_room(6_400, 128_000) == 15_360
 
 
 def _reference(text: str) -> list[tuple[IdentifierKind, str]]:
