@@ -79,7 +79,14 @@ from agent_core.sessions import lock
 from agent_core.tokens import TokenCounter
 from bench.machine import machine, speed_probe_ms
 from gateway.app import build_runtime
-from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread, is_summary_request
+from tests.fixtures.llm_server import (
+    Failure,
+    FakeLLM,
+    LLMServerThread,
+    ScriptedReply,
+    is_summary_request,
+    tool_call,
+)
 from workers.intake import Intake
 from workers.runtime import Runtime
 
@@ -795,8 +802,10 @@ def _share(part: int, whole: int) -> float | None:
 
 def identifier_retention(
     runtime: Runtime, session_id: str, turn: TurnRecord, nicks: set[str]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[str]]:
     """Identifiers of the turns compacted before ``turn``'s prompt: in it, and findable.
+
+    Also returns the identifiers (speaker nicks aside) that are not in that prompt.
 
     Identifiers are what ``agent_core.context.identifiers.find_identifiers`` extracts from
     each archived message's stored text (the speaker label the transcript adds is not
@@ -804,7 +813,7 @@ def identifier_retention(
     the model received (system prompt, summary with its ledger, kept tail).
     """
     if turn.summary_body is None:
-        return {"compacted_turns": 0, "note": "the prompt carried no summary"}
+        return {"compacted_turns": 0, "note": "the prompt carried no summary"}, []
     with read_transaction(runtime.factory) as db:
         writer = db.scalar(
             select(Compaction.id)
@@ -875,7 +884,8 @@ def identifier_retention(
             else:
                 not_found.append(value)
     search_seconds = time.perf_counter() - search_started
-    return {
+    not_in_prompt = [v for v in everything if v not in prompt and v not in nicks]
+    report = {
         "definition": (
             "find_identifiers() over the stored text of every message archived by the "
             "compaction that wrote the prompt's summary or an earlier one; 'verbatim' = "
@@ -915,6 +925,78 @@ def identifier_retention(
             "not_found_examples": not_found[:8],
             "search_seconds": round(search_seconds, 2),
         },
+    }
+    return report, not_in_prompt
+
+
+PROBE = "where in this chat was {value} mentioned?"
+PROBE_QUERY = re.compile(r"where in this chat was (?P<value>.+) mentioned\?$")
+
+
+def search_policy(body: dict[str, Any]) -> ScriptedReply:
+    """A model that looks a probed identifier up with ``session_search``, then answers."""
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    if last.get("role") == "tool":
+        return ScriptedReply("Found it in the archive.")
+    match = PROBE_QUERY.search(str(last.get("content") or ""))
+    if match is None:
+        return ScriptedReply("echo")
+    return ScriptedReply(None, [tool_call("session_search", {"query": match["value"]})])
+
+
+def search_recovery(bench: Bench, missing: Sequence[str], sample: int) -> dict[str, Any]:
+    """Ask the bot, through the real pipeline, for identifiers no longer in its prompt.
+
+    The fake model calls the built-in ``session_search`` with the identifier as the query;
+    an identifier counts as recovered when a result the tool returned holds it verbatim.
+    The sample is spread evenly over the missing identifiers (most recent compacted turns
+    to oldest is not guaranteed: the order is the archive's, oldest first).
+    """
+    if not missing or sample <= 0:
+        return {"sampled": 0, "note": "every identifier of the compacted turns is in the prompt"}
+    step = max(1, len(missing) // sample)
+    values = list(missing[::step][:sample])
+    fake = bench.fake
+    fake.policy = search_policy
+    recovered: list[str] = []
+    lost: list[str] = []
+    answered = 0
+    try:
+        for number, value in enumerate(values):
+            line = IrcLine(f"probe/{number}", "prober", PROBE.format(value=value))
+            record = bench.ask(line, "search_probe", settle_first=True)
+            answered += record.reply_kind == "chat"
+            results = [
+                str(body["messages"][-1].get("content") or "")
+                for body in fake.chat_requests()
+                if not is_summary_request(body)
+                and body.get("messages")
+                and body["messages"][-1].get("role") == "tool"
+                and any(str(m.get("content") or "").endswith(line.text) for m in body["messages"])
+            ]
+            found = False
+            for content in results:
+                try:
+                    hits = json.loads(content).get("results", [])
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                found = found or any(value in str(hit.get("snippet", "")) for hit in hits)
+            (recovered if found else lost).append(value)
+    finally:
+        fake.policy = None
+    return {
+        "definition": (
+            "a sample of identifiers of compacted turns not in the morning prompt; for each, "
+            "a question addressed to the bot, the fake model calls session_search(query="
+            "identifier); recovered = a returned snippet holds it verbatim"
+        ),
+        "not_in_prompt": len(missing),
+        "sampled": len(values),
+        "recovered": len(recovered),
+        "share": _share(len(recovered), len(values)),
+        "turns_answered": answered,
+        "lost_examples": lost[:8],
     }
 
 
@@ -1057,7 +1139,8 @@ def measure(
     night_rows = [r for r in rows if _aware(r.created_at) >= night_started]
     in_night = [r for r in night_rows if _aware(r.created_at) <= night_ended]
     nicks = {line.nick for line in (*plan.day, *plan.night)}
-    retention = identifier_retention(runtime, sid, morning, nicks)
+    retention, not_in_prompt = identifier_retention(runtime, sid, morning, nicks)
+    recovery = search_recovery(bench, not_in_prompt, args.search_sample)
     replay_summary_requests = [b for b in fake.chat_requests() if is_summary_request(b)]
 
     direct, direct_cpu = direct_measurement(runtime, plan.direct, args.direct_runs)
@@ -1192,6 +1275,7 @@ def measure(
         },
         "compressor_cpu_5000_messages": direct,
         "identifier_retention": retention,
+        "session_search_recovery": recovery,
         "latency": {
             "definition": (
                 "message stored -> reply delivered (messages.created_at -> outbox.sent_at). "
@@ -1249,6 +1333,11 @@ def measure(
                 and ratio <= TARGET_LATENCY_RATIO
                 and morning.reply_kind == "chat",
             },
+            "identifiers_recovered_with_session_search": {
+                "target": "100%",
+                "value": recovery.get("share"),
+                "met": recovery.get("share") == 1.0,
+            },
             "system_prompt_identical_between_compactions": {
                 "met": stability["stable_between_compactions"],
             },
@@ -1285,6 +1374,12 @@ def main() -> None:
         dest="enforce_window",
         action="store_false",
         help="let the fake provider accept prompts larger than the model's window",
+    )
+    parser.add_argument(
+        "--search-sample",
+        type=int,
+        default=20,
+        help="identifiers not in the prompt that the bot is asked to find with session_search",
     )
     parser.add_argument("--direct-messages", type=int, default=5_000)
     parser.add_argument("--direct-runs", type=int, default=3)

@@ -12,14 +12,21 @@ the #ubuntu corpus (``data/train/<name>.raw.txt``, ``[HH:MM] <nick> text``), whi
 * speakers with brackets and bridge suffixes (``[DEV] alice``, ``bob[m]``);
 * identifiers mentioned again later, and questions addressed to a bot.
 
-Usage: ``python -m bench.synthetic_chat OUT_DIR [--excerpts N] [--lines N] [--seed S]``;
-prints the excerpt the night should end with.
+Two profiles (``--profile``): ``dense`` (the default) puts identifiers in over half of
+the messages, far denser than any real log seen; ``discord`` is calibrated to the issue's
+Discord channel of a blockchain project: about 600 distinct identifiers in the most recent
+fifth of a night's compacted turns, most of them long (64-hex transaction ids, explorer
+and pull-request URLs, 40-hex hashes), in a channel that is mostly chatter.
+
+Usage: ``python -m bench.synthetic_chat OUT_DIR [--profile dense|discord] [--excerpts N]
+[--lines N] [--seed S]``; prints the excerpt the night should end with.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 NICKS = (
@@ -60,6 +67,28 @@ QUESTIONS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How often messages carry identifiers, and which kinds."""
+
+    chatter_below: float
+    """A message is chatter when its roll is below this."""
+    question_below: float
+    """...a question (with one identifier) below this..."""
+    single_below: float
+    """...one identifier below this, else two to four."""
+    kind_weights: tuple[int, ...] | None
+    """Weights of the twelve kinds of :meth:`Identifiers.fresh`; ``None``: uniform."""
+
+
+PROFILES = {
+    "dense": Profile(0.45, 0.55, 0.85, None),
+    # ~5 % of messages name something; 12 of 19 draws are long (64-hex ids, explorer,
+    # pull-request and CI URLs, 40-hex hashes).
+    "discord": Profile(0.945, 0.953, 0.988, (4, 3, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1)),
+}
+
+
 def _hex(rng: random.Random, digits: int) -> str:
     return f"{rng.getrandbits(digits * 4):0{digits}x}"
 
@@ -67,13 +96,15 @@ def _hex(rng: random.Random, digits: int) -> str:
 class Identifiers:
     """Draws identifiers of every kind; some are drawn again later (references back)."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, weights: tuple[int, ...] | None = None) -> None:
         self.rng = rng
+        self.weights = weights
         self.seen: list[str] = []
 
     def fresh(self) -> str:
         rng = self.rng
-        kind = rng.randrange(12)
+        weights = self.weights
+        kind = rng.randrange(12) if weights is None else rng.choices(range(12), weights)[0]
         if kind == 0:
             value = "0x" + _hex(rng, 64)
         elif kind == 1:
@@ -126,12 +157,12 @@ class Identifiers:
         return self.fresh()
 
 
-def line(rng: random.Random, ids: Identifiers) -> str:
+def line(rng: random.Random, ids: Identifiers, profile: Profile) -> str:
     """One message's text."""
     roll = rng.random()
-    if roll < 0.45:
+    if roll < profile.chatter_below:
         return rng.choice(CHATTER)
-    if roll < 0.55:
+    if roll < profile.question_below:
         return rng.choice(QUESTIONS).format(
             block=rng.randrange(10**7, 2 * 10**7),
             version=f"{rng.randrange(1, 4)}.{rng.randrange(30)}.{rng.randrange(12)}+{_hex(rng, 9)}",
@@ -139,7 +170,7 @@ def line(rng: random.Random, ids: Identifiers) -> str:
             path=f"build/node-{rng.randrange(9)}.{rng.randrange(9)}.tar.gz",
             url=f"https://github.com/chainproj/node/issues/{rng.randrange(100, 9999)}",
         )
-    count = 1 if roll < 0.85 else 2 + rng.randrange(3)
+    count = 1 if roll < profile.single_below else 2 + rng.randrange(3)
     values = " and ".join(ids.any() for _ in range(count))
     return rng.choice(
         (
@@ -152,10 +183,10 @@ def line(rng: random.Random, ids: Identifiers) -> str:
     )
 
 
-def write(out: Path, *, excerpts: int, lines: int, seed: int) -> str:
+def write(out: Path, *, excerpts: int, lines: int, seed: int, profile: Profile) -> str:
     """Write the corpus under ``out``; returns the name of the last excerpt."""
     rng = random.Random(seed)
-    ids = Identifiers(rng)
+    ids = Identifiers(rng, profile.kind_weights)
     folder = out / "data" / "train"
     folder.mkdir(parents=True, exist_ok=True)
     name = ""
@@ -164,8 +195,9 @@ def write(out: Path, *, excerpts: int, lines: int, seed: int) -> str:
         rows = []
         for k in range(lines):
             minute = k * 1440 // lines
+            nick = rng.choice(NICKS)
             rows.append(
-                f"[{minute // 60:02d}:{minute % 60:02d}] <{rng.choice(NICKS)}> {line(rng, ids)}"
+                f"[{minute // 60:02d}:{minute % 60:02d}] <{nick}> {line(rng, ids, profile)}"
             )
         (folder / f"{name}.raw.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return name
@@ -174,12 +206,19 @@ def write(out: Path, *, excerpts: int, lines: int, seed: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="dense")
     parser.add_argument("--excerpts", type=int, default=40)
     parser.add_argument("--lines", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=21)
     args = parser.parse_args()
     # The night ends one excerpt before the last, so the morning has questions left.
-    names = write(args.out, excerpts=args.excerpts, lines=args.lines, seed=args.seed)
+    names = write(
+        args.out,
+        excerpts=args.excerpts,
+        lines=args.lines,
+        seed=args.seed,
+        profile=PROFILES[args.profile],
+    )
     number = int(names.rsplit("-", 1)[1]) - 1
     print(f"2030-01-{number // 24 + 1:02d}.synthetic-{number:03d}")
 

@@ -22,6 +22,7 @@ from agent_core.context import (
     DecisionReason,
     compute_threshold_tokens,
 )
+from agent_core.context.identifiers import ledger_max_tokens
 
 
 class Trigger(StrEnum):
@@ -40,9 +41,11 @@ BACKGROUND_LINE_SHARE = 0.9
 """Background compaction starts at this share of the compressor threshold, a little before
 it: a group thread kept under the line never makes a reply wait for a compaction."""
 IDLE_LINE_SHARE = 0.4
-"""A quiet session over this share of the threshold is compacted down: a session compacts
-to about the tail budget (20 % of the threshold) plus its summary, so this catches one
-that grew well past that since, without compacting sessions that barely changed."""
+"""A quiet session over this share of the threshold, plus what the identifier ledger may
+take, is compacted down: a session compacts to about the tail budget (20 % of the
+threshold) plus its summary and ledger, so this catches one that grew well past that
+since, without compacting sessions that barely changed (a compaction that finds too
+little to do counts against the anti-thrashing stop)."""
 RING_EVERY_MESSAGES = 50
 """While a session stays over its background line, every this many messages ring again
 (a ring that found the compaction lease busy is not lost)."""
@@ -53,9 +56,14 @@ def background_line(threshold_tokens: int) -> int:
     return int(threshold_tokens * BACKGROUND_LINE_SHARE)
 
 
-def idle_line(threshold_tokens: int) -> int:
-    """How large a quiet session must be to be compacted down."""
-    return int(threshold_tokens * IDLE_LINE_SHARE)
+def idle_line(threshold_tokens: int, ledger_tokens: int = 0) -> int:
+    """How large a quiet session must be to be compacted down.
+
+    Args:
+        threshold_tokens: the compressor threshold.
+        ledger_tokens: the most a summary's identifier ledger may take.
+    """
+    return int(threshold_tokens * IDLE_LINE_SHARE) + ledger_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,8 @@ class Lines:
     threshold: int
     hygiene: int
     message_limit: int
+    ledger: int = 0
+    """The most a summary's identifier ledger may add to a compacted session."""
 
     @classmethod
     def compute(
@@ -98,6 +108,7 @@ class Lines:
                 context_length, settings.hygiene_threshold, max_output_tokens
             ),
             message_limit=settings.hard_message_limit,
+            ledger=ledger_max_tokens(context_length),
         )
 
     @classmethod
@@ -113,7 +124,7 @@ class Lines:
     @property
     def idle(self) -> int:
         """How large a quiet session must be to be compacted down."""
-        return idle_line(self.threshold)
+        return idle_line(self.threshold, self.ledger)
 
 
 def due(

@@ -17,20 +17,18 @@ from zoneinfo import ZoneInfo
 
 from agent_core.config import CompressionSettings
 from agent_core.context.boundaries import Boundaries, find_boundaries
-from agent_core.context.budget import (
-    MIN_SUMMARY_TOKENS,
-    summary_budget_tokens,
-    summary_ceiling_tokens,
-)
+from agent_core.context.budget import MIN_SUMMARY_TOKENS, summary_budget_tokens
 from agent_core.context.engine import Clock, ContextEngine, utc_now
 from agent_core.context.fallback import fallback_summary
 from agent_core.context.identifiers import (
     Candidate,
     Ledger,
+    LedgerCosts,
     find_identifiers,
     identifier_set,
-    identifier_tokens,
     ledger_budget_tokens,
+    ledger_line_allowed,
+    ledger_room,
     ledger_room_tokens,
     parse_ledger,
     rank_ledger,
@@ -68,7 +66,7 @@ from agent_core.errors import ConfigError, ProviderAuthError, ProviderError, Pro
 from agent_core.llm.fallback import FallbackModel
 from agent_core.llm.model import ChatModel
 from agent_core.llm.wrapper import Meter, MeteredModel, TextRequired
-from agent_core.tokens import rough_message_tokens
+from agent_core.tokens import TokenCounter, rough_message_tokens
 
 MIN_COMPRESSIBLE_TOKENS = MIN_SUMMARY_TOKENS
 """A middle smaller than the smallest summary budget is not worth a model call."""
@@ -158,6 +156,8 @@ class ContextCompressor(ContextEngine):
         )
         self._model = model
         self._summary_model = summary_model or model
+        self._ledger_costs = LedgerCosts(TokenCounter.for_model(model.name))
+        """The ledger is read by the main model: its lines are counted in its tokens."""
         # Requests must also fit the main model, which is the fallback.
         self._request_window = min(self._summary_model.context_length, model.context_length)
         probe = PromptContext(self._today(), MIN_SUMMARY_TOKENS)
@@ -269,7 +269,9 @@ class ContextCompressor(ContextEngine):
             budget_tokens=summary_budget_tokens(
                 sum(plan.tokens[i] for i in plan.middle),
                 self.context_length,
-                carried_tokens=ledger_room_tokens(carried),
+                carried_tokens=ledger_room_tokens(
+                    sum(self._ledger_costs.line(value) for value in carried)
+                ),
             ),
             focus_topic=focus_topic[:MAX_FOCUS_TOPIC_CHARS] if focus_topic else None,
             participants=(
@@ -291,12 +293,10 @@ class ContextCompressor(ContextEngine):
                 turns.append(serialize_turn(pruned[index], tool_names, cap))
         # The ledger never passes through the summary model, so only the model's share of
         # the budget is bounded by the summary model's window. The ledger takes what the
-        # compacted turns' identifiers need, up to the summary ceiling; the prose keeps at
+        # compacted turns' identifiers need, up to its own ceiling; the prose keeps at
         # least its share of the budget.
-        ledger_room = max(
-            ledger_budget_tokens(context.budget_tokens), summary_ceiling_tokens(self.context_length)
-        )
-        ledger = self._ledger(pruned, plan, originals, speaker_names, carried, ledger_room)
+        room = ledger_room(context.budget_tokens, self.context_length)
+        ledger = self._ledger(pruned, plan, originals, speaker_names, carried, room)
         prose = max(
             context.budget_tokens - ledger.tokens,
             context.budget_tokens - ledger_budget_tokens(context.budget_tokens),
@@ -386,7 +386,8 @@ class ContextCompressor(ContextEngine):
         # The kept turns name their speakers ("[bob_2] …"). Other names that look like
         # identifiers in the compacted turns' text are carried like any other identifier.
         kept |= {name for i in kept_indices if (name := speaker_names[i])}
-        return rank_ledger(self._candidates(pruned, plan, originals, carried, kept, budget), budget)
+        candidates = self._candidates(pruned, plan, originals, carried, kept, budget)
+        return rank_ledger(candidates, budget, self._ledger_costs)
 
     def _candidates(
         self,
@@ -415,9 +416,10 @@ class ContextCompressor(ContextEngine):
             old = found.get(value)
             if old is not None:
                 found[value] = replace(old, mentions=old.mentions + 1, asked=old.asked or asked)
-            elif not has_secret(value):
-                found[value] = Candidate(value, len(found), asked=asked)
-                cost += identifier_tokens(value)
+            elif ledger_line_allowed(value) and not has_secret(value):
+                tokens = self._ledger_costs.line(value)
+                found[value] = Candidate(value, len(found), tokens, asked=asked)
+                cost += tokens
 
         for position in range(len(originals) - 1, -1, -1):
             if cost >= 2 * budget:

@@ -3,9 +3,10 @@
 Summary models paraphrase, and a paraphrased commit hash or ticket number is worse than
 none. So identifiers (URLs, UUIDs, hashes, e-mail addresses, paths, ticket references,
 versions, code names) are extracted with regular expressions, not by the model, and
-written into the summary's "Critical Identifiers" section: deduplicated, most recent
-first, within a fixed share of the summary budget. What does not fit stays findable in
-the archived turns.
+written into the summary's "Critical Identifiers" section: deduplicated, one per line,
+most recent first, sized by what the compacted turns hold up to a ceiling of its own and
+counted in the main model's tokens; what cannot fit is ranked (asked about, referenced
+again, recent). What is not carried stays findable in the archived turns.
 """
 
 from __future__ import annotations
@@ -19,20 +20,24 @@ from typing import Any
 
 import re2
 
+from agent_core.context.budget import MIN_SUMMARY_TOKENS, summary_ceiling_tokens
+from agent_core.tokens import TokenCounter
+
 LEDGER_HEADING = "## Critical Identifiers"
 LEDGER_NOTE = (
-    "(verbatim from the compacted turns, most recent first; older or unlisted ones are in "
-    "this chat's archive: find them with session_search)"
+    "(verbatim from the compacted turns, one per line, most recent first; "
+    "older or unlisted ones are in this chat's archive: find them with session_search)"
 )
 """Tells the model where what no longer fits the prompt went, and how to get it back."""
+LEDGER_WINDOW_SHARE = 0.12
+MAX_LEDGER_TOKENS = 16_000
+"""The ledger's ceiling: 15,360 tokens at 128k. A freshly compacted session then holds
+about the tail (20 % of the threshold), the summary's prose and at most this much, which
+at 128k is under half of the compressor threshold (see ``compaction.triggers``)."""
 LEDGER_SHARE = 0.75
-"""Most of the summary budget the ledger may take. The prose gets whatever the ledger does
-not use, so a chat with few identifiers loses nothing; a busy technical group (hundreds of
-paths and URLs a night) keeps them verbatim rather than paraphrased."""
-LEDGER_CHARS_PER_TOKEN = 3
-"""Identifiers tokenise worse than prose (hashes, paths), so the ledger is sized cautiously."""
-LEDGER_LINE_OVERHEAD_TOKENS = 2
-"""The ``- `` bullet and the newline of each ledger line."""
+"""On small windows, where the ceiling is below it, the ledger may take this share of the
+summary budget instead. The prose gets whatever the ledger does not use, so a chat with
+few identifiers loses nothing."""
 MAX_IDENTIFIER_CHARS = 256
 """Longer matches (data blobs, giant URLs) are left to the archive."""
 MIN_IDENTIFIER_CHARS = 2
@@ -230,13 +235,23 @@ def identifier_set(texts: Iterable[str]) -> set[str]:
     return {value for text in texts for _kind, value in find_identifiers(text)}
 
 
-def identifier_tokens(value: str) -> int:
-    """What one ledger line costs, estimated cautiously."""
-    return -(-len(value) // LEDGER_CHARS_PER_TOKEN) + LEDGER_LINE_OVERHEAD_TOKENS
+class LedgerCosts:
+    """What ledger lines cost, counted exactly with the main model's tokenizer.
 
+    Identifiers tokenise far worse than prose (random hex runs near 1.7 characters a
+    token), so a character estimate undercounts the ledger by a quarter or more. Each line
+    is the identifier and its newline, which the tokenizer always keeps apart, so the sum
+    of the lines is the section's exact size.
+    """
 
-MIN_LINE_TOKENS = identifier_tokens("x" * MIN_IDENTIFIER_CHARS)
-"""The cheapest ledger line: with less room left, the ledger is full."""
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self.frame = sum(counter.count_text(line) + 1 for line in (LEDGER_HEADING, LEDGER_NOTE))
+        """The heading and the note: reserved before any line."""
+
+    def line(self, value: str) -> int:
+        """One identifier's line."""
+        return self._counter.count_text(value) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,23 +261,21 @@ class Ledger:
     carried: tuple[str, ...]
     """Written into the summary, most recent first."""
     dropped: tuple[str, ...]
-    """Read but did not fit the ledger's share of the budget. Once the ledger is full the
-    older identifiers are not read at all; all of them stay in the archived turns."""
-
-    @property
-    def tokens(self) -> int:
-        """The ledger section's estimated size."""
-        if not self.carried:
-            return 0
-        header = -(-(len(LEDGER_HEADING) + len(LEDGER_NOTE)) // LEDGER_CHARS_PER_TOKEN)
-        return header + sum(identifier_tokens(v) for v in self.carried)
+    """Read but did not fit the ledger's room. Once the candidates read fill twice the
+    room, older identifiers are not read at all; all of them stay in the archived turns."""
+    tokens: int = 0
+    """The section's size in the main model's tokens (0 when nothing is carried)."""
 
     def render(self) -> str:
-        """The "Critical Identifiers" section, or ``""`` when there is nothing to carry."""
+        """The "Critical Identifiers" section, or ``""`` when there is nothing to carry.
+
+        One identifier per line, verbatim and undecorated: every character spent on
+        decoration is a token an identifier could use, and the order (most recent first)
+        is what the next compaction ranks the carried ones by.
+        """
         if not self.carried:
             return ""
-        lines = [LEDGER_HEADING, LEDGER_NOTE, *(f"- {value}" for value in self.carried)]
-        return "\n".join(lines)
+        return "\n".join((LEDGER_HEADING, LEDGER_NOTE, *self.carried))
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,78 +285,99 @@ class Candidate:
     value: str
     recency: int
     """0 for the most recent; larger is older."""
+    tokens: int
+    """Its ledger line's cost (:meth:`LedgerCosts.line`)."""
     mentions: int = 1
     """Compacted turns that name it: one referenced again is worth more."""
     asked: bool = False
     """Named in a message the bot answered (its asker's words)."""
 
 
-def rank_ledger(candidates: Sequence[Candidate], budget_tokens: int) -> Ledger:
+def ledger_line_allowed(value: str) -> bool:
+    """Whether ``value`` can be a ledger line that reads back as itself.
+
+    A backticked span could look like a heading, the note or a line of the old bulleted
+    format; such a value is left to the archive.
+    """
+    return not value.startswith(("## ", "- ", "("))
+
+
+def rank_ledger(candidates: Sequence[Candidate], budget_tokens: int, costs: LedgerCosts) -> Ledger:
     """The identifiers to carry within ``budget_tokens``, most recent first.
 
     When everything fits, everything is carried. Otherwise the room goes first to
     identifiers the bot's askers named, then to those referenced more than once, each
     group most recent first; what is left over is dropped (and stays in the archive).
     """
-    if sum(identifier_tokens(c.value) for c in candidates) <= budget_tokens:
-        return Ledger(tuple(c.value for c in candidates), ())
-    ranked = sorted(candidates, key=lambda c: (not c.asked, c.mentions < 2, c.recency))
-    chosen: set[str] = set()
-    used = 0
-    for candidate in ranked:
-        cost = identifier_tokens(candidate.value)
-        if used + cost <= budget_tokens:
-            chosen.add(candidate.value)
-            used += cost
-    carried = tuple(c.value for c in candidates if c.value in chosen)
-    return Ledger(carried, tuple(c.value for c in candidates if c.value not in chosen))
+    room = budget_tokens - costs.frame
+    if not candidates or room <= 0:
+        return Ledger((), tuple(c.value for c in candidates))
+    if sum(c.tokens for c in candidates) <= room:
+        chosen = {c.value for c in candidates}
+    else:
+        ranked = sorted(candidates, key=lambda c: (not c.asked, c.mentions < 2, c.recency))
+        chosen = set()
+        used = 0
+        for candidate in ranked:
+            if used + candidate.tokens <= room:
+                chosen.add(candidate.value)
+                used += candidate.tokens
+    carried = [c for c in candidates if c.value in chosen]
+    return Ledger(
+        tuple(c.value for c in carried),
+        tuple(c.value for c in candidates if c.value not in chosen),
+        costs.frame + sum(c.tokens for c in carried) if carried else 0,
+    )
 
 
-def build_ledger(candidates: Iterable[str], budget_tokens: int) -> Ledger:
-    """Fit ``candidates`` (most recent first) into ``budget_tokens``.
+def ledger_ceiling_tokens(context_length: int) -> int:
+    """The most the ledger may take: ``min(12 % of the window, 16,000)`` tokens.
 
-    A long identifier that does not fit is skipped rather than ending the ledger, so
-    shorter older ones can still use the room. Once not even the shortest identifier
-    fits, the rest of ``candidates`` is not read.
+    Separate from the summary's own ceiling: the ledger never passes through the summary
+    model, and a busy technical group needs far more room for verbatim identifiers than
+    the prose needs for its story.
     """
-    carried: list[str] = []
-    dropped: list[str] = []
-    used = 0
-    for value in candidates:
-        if budget_tokens - used < MIN_LINE_TOKENS:
-            break
-        cost = identifier_tokens(value)
-        if used + cost <= budget_tokens:
-            carried.append(value)
-            used += cost
-        else:
-            dropped.append(value)
-    return Ledger(tuple(carried), tuple(dropped))
+    return min(int(context_length * LEDGER_WINDOW_SHARE), MAX_LEDGER_TOKENS)
 
 
 def ledger_budget_tokens(summary_budget_tokens: int) -> int:
-    """The ledger's fixed share of a summary budget."""
+    """The ledger's share of a summary budget (what small windows fall back to)."""
     return int(summary_budget_tokens * LEDGER_SHARE)
 
 
-def ledger_room_tokens(values: Sequence[str]) -> int:
-    """A summary budget whose ledger share holds ``values`` whole.
+def ledger_room_tokens(ledger_tokens: int) -> int:
+    """A summary budget whose ledger share holds ``ledger_tokens``.
 
     One token spare, so the float share in :func:`ledger_budget_tokens` cannot round it
     below the need.
     """
-    return math.ceil(sum(identifier_tokens(v) for v in values) / LEDGER_SHARE) + 1
+    return math.ceil(ledger_tokens / LEDGER_SHARE) + 1
+
+
+def ledger_room(summary_budget_tokens: int, context_length: int) -> int:
+    """The ledger's room: its ceiling, or its share of a larger summary budget."""
+    return max(ledger_budget_tokens(summary_budget_tokens), ledger_ceiling_tokens(context_length))
+
+
+def ledger_max_tokens(context_length: int) -> int:
+    """The most the ledger can take at this window, whatever the summary budget."""
+    largest_budget = max(MIN_SUMMARY_TOKENS, summary_ceiling_tokens(context_length))
+    return ledger_room(largest_budget, context_length)
 
 
 def parse_ledger(summary: str) -> list[str]:
-    """The identifiers a previous summary carried, in their order."""
+    """The identifiers a previous summary carried, in their order.
+
+    Also reads the bulleted lines (``- value``) of summaries written before the ledger
+    lost its bullets.
+    """
     values: list[str] = []
     inside = False
     for line in summary.splitlines():
         if line.startswith("## "):
             inside = line.strip() == LEDGER_HEADING
-        elif inside and line.startswith("- "):
-            values.append(line[2:])
+        elif inside and line and not line.startswith("("):
+            values.append(line.removeprefix("- "))
     return values
 
 

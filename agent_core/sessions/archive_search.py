@@ -69,13 +69,15 @@ def is_identifier(word: str) -> bool:
 
 
 def snippet(content: str, terms: Sequence[str], radius: int = SNIPPET_RADIUS) -> str:
-    """The part of ``content`` around the first term found in it (any case)."""
+    """The part of ``content`` around the first term found in it (any case), the term whole."""
     folded = content.casefold()
-    positions = [p for t in terms if (p := folded.find(t.casefold())) >= 0]
-    if not positions:
+    found = [(p, len(t)) for t in terms if (p := folded.find(t.casefold())) >= 0]
+    if not found:
         return content[: radius * 2] + ("…" if len(content) > radius * 2 else "")
-    start = max(0, min(positions) - radius)
-    end = min(len(content), min(positions) + radius)
+    first, length = min(found)
+    # The term itself is always whole: a long URL or hash cut in the snippet is no hit.
+    start = max(0, first - radius)
+    end = min(len(content), first + length + radius)
     return ("…" if start else "") + content[start:end] + ("…" if end < len(content) else "")
 
 

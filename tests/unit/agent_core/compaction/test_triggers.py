@@ -46,7 +46,14 @@ class TestLines:
         lines = Lines.of(engine())
         assert (lines.threshold, lines.hygiene, lines.message_limit) == (THRESHOLD, HYGIENE, 5_000)
         assert lines.background == background_line(THRESHOLD) == 57_600
-        assert lines.idle == idle_line(THRESHOLD) == 25_600
+        assert lines.ledger == 15_360
+        assert lines.idle == idle_line(THRESHOLD, 15_360) == 25_600 + 15_360
+
+    def test_a_session_just_compacted_with_a_full_ledger_is_under_the_idle_line(self):
+        compressor = engine()
+        # The longest tail (1.5x its budget), the prose's least share and a full ledger.
+        fresh = int(1.5 * compressor.tail_budget_tokens) + 1_600 + 15_360
+        assert fresh + 2_000 < Lines.of(compressor).idle
 
     def test_size_is_calibrated_to_the_providers_count(self):
         assert size(10_000, calibration=1.25).tokens == 12_500
@@ -116,7 +123,7 @@ class TestPostResponse:
 
 class TestBetweenTurns:
     @pytest.mark.parametrize(
-        ("trigger", "line"), [(Trigger.BACKGROUND, 57_600), (Trigger.IDLE, 25_600)]
+        ("trigger", "line"), [(Trigger.BACKGROUND, 57_600), (Trigger.IDLE, 40_960)]
     )
     def test_starts_at_its_line(self, trigger, line):
         assert not due(trigger, size(line - 1), engine())

@@ -11,7 +11,12 @@ import pytest
 from agent_core.config import CompressionSettings, Settings
 from agent_core.context.budget import MAX_SUMMARY_TOKENS
 from agent_core.context.compressor import AUTH_FAILURE_COOLDOWN, FAILURE_COOLDOWN, ContextCompressor
-from agent_core.context.identifiers import LEDGER_HEADING, identifier_tokens, parse_ledger
+from agent_core.context.identifiers import (
+    LEDGER_HEADING,
+    LedgerCosts,
+    ledger_ceiling_tokens,
+    parse_ledger,
+)
 from agent_core.context.markers import (
     SUMMARY_END_MARKER,
     SUMMARY_PREFIX,
@@ -666,25 +671,41 @@ class TestDenseText:
         assert outcome.max_summary_request_tokens >= max(sizes)
 
 
+LEDGER_COSTS = LedgerCosts(TokenCounter())
+
+
 def _tx(rng: random.Random) -> str:
     return f"0x{rng.getrandbits(256):064x}"
 
 
 class TestLedgerSize:
-    """Item 21a: the ledger is sized by what the compacted turns hold, up to the ceiling."""
+    """Item 21a: the ledger is sized by what the compacted turns hold, up to its ceiling."""
 
-    def test_long_identifiers_beyond_the_old_fixed_share_are_all_carried(self, engine):
+    def test_long_identifiers_beyond_the_old_ceiling_are_all_carried(self, engine):
         rng = random.Random(3)
-        hashes = [_tx(rng) for _ in range(360)]
+        hashes = [_tx(rng) for _ in range(300)]
         messages = long_chat(120)
-        for k in range(60):
+        for k in range(50):
             messages[2 * k + 2] = user(" ".join(hashes[6 * k : 6 * k + 6]) + " " + FILLER)
         outcome = engine.compress(messages)
         middle = set(outcome.archived_indices)
-        expected = {h for k in range(60) if 2 * k + 2 in middle for h in hashes[6 * k : 6 * k + 6]}
-        # More than the old fixed share (75 % of the summary budget) could hold.
-        assert sum(identifier_tokens(h) for h in expected) > 0.75 * MAX_SUMMARY_TOKENS // 2
+        expected = {h for k in range(50) if 2 * k + 2 in middle for h in hashes[6 * k : 6 * k + 6]}
+        # More than the old ceiling (the summary's, 6,400 tokens at 128k) could hold.
+        assert sum(LEDGER_COSTS.line(h) for h in expected) > MAX_SUMMARY_TOKENS * 128 // 240
         assert expected <= set(outcome.identifiers_carried)
+
+    def test_a_full_ledger_fills_its_ceiling_in_the_main_models_tokens(self, engine):
+        rng = random.Random(5)
+        messages = long_chat(120)
+        for i in range(2, 90):
+            messages[i] = user(" ".join(_tx(rng) for _ in range(8)) + " " + FILLER)
+        outcome = engine.compress(messages)
+        assert outcome.identifiers_dropped
+        section = (outcome.summary or "").split(LEDGER_HEADING)[1]
+        ceiling = ledger_ceiling_tokens(128_000)
+        # Counted exactly: the old estimate (3 characters a token) let 64-hex ids overrun
+        # the room it believed it had by half, and could not use the 12 % ceiling.
+        assert 0.95 * ceiling <= TokenCounter().count_text(LEDGER_HEADING + section) <= ceiling
 
     def test_what_cannot_fit_is_ranked_asked_and_repeated_first(self, engine):
         rng = random.Random(4)
@@ -694,7 +715,7 @@ class TestLedgerSize:
         messages[7] = assistant("it is a transaction " + FILLER)  # the bot answered it
         messages[8] = user(f"see {repeated} " + FILLER)
         messages[9] = assistant(f"yes {repeated} " + FILLER)
-        for i in range(10, 36):  # newer turns full of one-off hashes: over the ceiling
+        for i in range(10, 56):  # newer turns full of one-off hashes: over the ceiling
             messages[i] = {"role": "tool", "content": " ".join(_tx(rng) for _ in range(12))}
             messages[i] = (
                 user(messages[i]["content"]) if i % 2 == 0 else assistant(messages[i]["content"])

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -11,17 +12,22 @@ from hypothesis import strategies as st
 from agent_core.context import identifiers
 from agent_core.context.identifiers import (
     LEDGER_HEADING,
+    Candidate,
     IdentifierKind,
     Ledger,
-    build_ledger,
+    LedgerCosts,
     find_identifiers,
     identifier_set,
-    identifier_tokens,
     ledger_budget_tokens,
+    ledger_ceiling_tokens,
+    ledger_line_allowed,
+    ledger_room,
     parse_ledger,
+    rank_ledger,
     recent_identifiers,
     without_ledger,
 )
+from agent_core.tokens import TokenCounter
 
 
 class TestFindIdentifiers:
@@ -103,46 +109,95 @@ class TestRecentIdentifiers:
         assert identifier_set(["a 1.0", "b_c"]) == {"1.0", "b_c"}
 
 
+COSTS = LedgerCosts(TokenCounter("cl100k_base"))
+TX = "0x" + "9f3a" * 16
+URL = "https://etherscan.io/tx/" + TX
+OLD_NOTE = (
+    "(verbatim from the compacted turns, most recent first; older or unlisted ones are in "
+    "this chat's archive: find them with session_search)"
+)
+
+
+def _candidates(*values: str) -> list[Candidate]:
+    return [Candidate(v, i, COSTS.line(v)) for i, v in enumerate(values)]
+
+
+def _hashes(count: int) -> list[str]:
+    return [f"0x{k:064x}" for k in range(count)]
+
+
 class TestLedger:
-    def test_fits_budget_in_order(self):
-        values = ["a_b", "c_d", "a_much_longer_name"]
-        ledger = build_ledger(values, identifier_tokens("a_b") * 3)
-        assert ledger.carried == ("a_b", "c_d")
-        assert ledger.dropped == ("a_much_longer_name",)
-
-    def test_stops_reading_when_full(self):
-        def values() -> Iterator[str]:
-            yield from ("a_b", "c_d")
-            raise AssertionError("read past a full ledger")
-
-        ledger = build_ledger(values(), identifier_tokens("a_b"))
-        assert ledger.carried == ("a_b",)
+    def test_everything_that_fits_is_carried_in_order(self):
+        ledger = rank_ledger(_candidates("a_b", "c_d", "a_much_longer_name"), 10_000, COSTS)
+        assert ledger.carried == ("a_b", "c_d", "a_much_longer_name")
         assert ledger.dropped == ()
 
-    def test_skips_a_long_one_but_keeps_going(self):
-        long = "https://example.com/" + "x" * 100
-        ledger = build_ledger([long, "a_b"], identifier_tokens("a_b") + 1)
-        assert ledger.carried == ("a_b",)
-        assert ledger.dropped == (long,)
+    def test_lines_are_the_bare_identifiers(self):
+        lines = Ledger((URL, TX, "abc1234"), ()).render().splitlines()
+        assert lines[0] == LEDGER_HEADING
+        assert "session_search" in lines[1]
+        assert lines[2:] == [URL, TX, "abc1234"]  # no bullet, quote or repeated context
+
+    def test_size_is_counted_in_the_main_models_tokens(self):
+        ledger = rank_ledger(_candidates(TX, "0x" + "7e1c" * 16, "5b2d" * 10), 10_000, COSTS)
+        exact = TokenCounter("cl100k_base").count_text(ledger.render())
+        assert exact <= ledger.tokens <= exact + 4  # never under, a newline or two over
+        # Hex runs near 1.7 characters a token: the old 3-per-token estimate undercounted.
+        assert COSTS.line(TX) > len(TX) // 3 + 2
+
+    def test_what_does_not_fit_is_dropped_and_the_room_holds(self):
+        values = _hashes(200)
+        ledger = rank_ledger(_candidates(*values), 2_000, COSTS)
+        assert ledger.dropped
+        assert ledger.carried == tuple(values[: len(ledger.carried)])  # the most recent
+        assert ledger.tokens <= 2_000
+        assert TokenCounter("cl100k_base").count_text(ledger.render()) <= 2_000
+
+    def test_asked_then_repeated_then_recent_when_not_all_fit(self):
+        values = _hashes(100)
+        candidates = _candidates(*values)
+        candidates[-1] = replace(candidates[-1], asked=True)
+        candidates[-2] = replace(candidates[-2], mentions=3)
+        ledger = rank_ledger(candidates, 600, COSTS)
+        assert ledger.carried[-2:] == (values[-2], values[-1])  # carried in recency order
+        assert ledger.carried[0] == values[0]
+        assert values[50] in ledger.dropped
+
+    def test_nothing_to_carry_renders_nothing(self):
+        assert rank_ledger([], 1_000, COSTS).render() == ""
+        assert rank_ledger([], 1_000, COSTS).tokens == 0
+        assert rank_ledger(_candidates("a_b"), COSTS.frame, COSTS).carried == ()
 
     def test_render_and_parse_round_trip(self):
-        ledger = Ledger(("x_y", "https://e.com/a b"), ())
-        summary = f"## Goal\nship\n\n{ledger.render()}\n## After\nmore"
-        assert parse_ledger(summary) == ["x_y", "https://e.com/a b"]
+        values = ("x_y", "https://e.com/a", "`a b`", "#123")
+        summary = f"## Goal\nship\n\n{Ledger(values, ()).render()}\n## After\nmore"
+        assert parse_ledger(summary) == list(values)
         assert LEDGER_HEADING not in without_ledger(summary)
         assert "## After\nmore" in without_ledger(summary)
         assert "## Goal\nship" in without_ledger(summary)
 
-    def test_empty_ledger_renders_nothing(self):
-        assert Ledger((), ("x",)).render() == ""
-        assert Ledger((), ()).tokens == 0
+    def test_a_ledger_written_with_bullets_still_reads(self):
+        old = f"## Goal\nx\n\n{LEDGER_HEADING}\n{OLD_NOTE}\n- {TX}\n- x_y\n## After"
+        assert parse_ledger(old) == [TX, "x_y"]
 
-    def test_tokens_cover_each_line(self):
-        ledger = Ledger(("a_b", "c_d"), ())
-        assert ledger.tokens >= identifier_tokens("a_b") * 2
+    @pytest.mark.parametrize("value", ["## Goal", "- x_y", "(a_b)"])
+    def test_values_that_would_read_back_otherwise_are_not_lines(self, value):
+        assert not ledger_line_allowed(value)
 
-    def test_budget_share(self):
+    @pytest.mark.parametrize("value", ["#123", TX, "a:b", "`x y`"])
+    def test_ordinary_values_are_lines(self, value):
+        assert ledger_line_allowed(value)
+        assert parse_ledger(Ledger((value,), ()).render()) == [value]
+
+    def test_the_ceiling_is_12_percent_of_the_window_up_to_16k(self):
+        assert ledger_ceiling_tokens(128_000) == 15_360
+        assert ledger_ceiling_tokens(1_000_000) == 16_000
+        assert ledger_ceiling_tokens(32_000) == 3_840
+
+    def test_small_windows_keep_the_share_of_the_summary_budget(self):
         assert ledger_budget_tokens(4_000) == 3_000
+        assert ledger_room(2_000, 8_000) == 1_500
+        assert ledger_room(6_400, 128_000) == 15_360
 
 
 def _reference(text: str) -> list[tuple[IdentifierKind, str]]:
