@@ -13,7 +13,9 @@ from sqlalchemy.orm import Session
 from agent_core.admin import audit, keys
 from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.service import restore_latest
+from agent_core.db.base import utcnow
 from agent_core.db.models import ApiKey
+from agent_core.sessions.service import Conversation, start_new_session
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,43 @@ def restore_compaction(
         after={"compaction_id": result.compaction_id, "messages_back": result.messages_back},
     )
     return result
+
+
+def new_session(db: Session, *, tenant_id: str, session_id: str, actor: str) -> str | None:
+    """``/new`` for the session's chat, audited: the id of the fresh session that is now current.
+
+    The named session is kept with its transcript (as ``/new`` in the chat keeps it); if it
+    was not the chat's current session any more, the current one is the one ended.
+    ``None``: the tenant has no such session.
+    """
+    found = AdminRepository.from_session(db).session_of(tenant_id, session_id, for_update=True)
+    if found is None:
+        return None
+    if found.is_current:
+        found.is_current = False
+        found.ended_at = utcnow()
+        db.flush()
+    fresh = start_new_session(
+        db,
+        Conversation(
+            tenant_id=found.tenant_id,
+            bot_id=found.bot_id,
+            platform=found.platform,
+            chat_id=found.chat_id,
+            thread_id=found.thread_id,
+            chat_type=found.chat_type,
+        ),
+    )
+    audit.record(
+        db,
+        tenant_id=tenant_id,
+        actor=actor,
+        action="session.new",
+        target=f"session:{session_id}",
+        before={"session_id": session_id},
+        after={"session_id": fresh.id},
+    )
+    return fresh.id
 
 
 def create_key(db: Session, *, tenant_id: str, scope: str, actor: str) -> keys.CreatedKey:

@@ -342,6 +342,13 @@ class Restored(BaseModel):
     messages_back: int
 
 
+class NewSession(BaseModel):
+    """The chat's fresh current session, and the one it replaced (kept, transcript and all)."""
+
+    session_id: str
+    previous_session_id: str
+
+
 # --- helpers ----------------------------------------------------------------------------
 
 
@@ -656,6 +663,18 @@ def restore_compaction(access: TenantAccess, session_id: SessionId) -> Restored:
     if done is None:
         raise _not_found("session")
     return Restored(compaction_id=done.compaction_id, messages_back=done.messages_back)
+
+
+@router.post("/tenants/{tenant}/sessions/{session_id}/new", status_code=201)
+def new_session(access: TenantAccess, session_id: SessionId) -> NewSession:
+    """``/new`` for the session's chat: a fresh session becomes current; this one is kept."""
+    with transaction(access.runtime.factory) as db:
+        fresh = operations.new_session(
+            db, tenant_id=access.tenant_id, session_id=session_id, actor=access.actor
+        )
+    if fresh is None:
+        raise _not_found("session")
+    return NewSession(session_id=fresh, previous_session_id=session_id)
 
 
 @router.get("/tenants/{tenant}/sessions/{session_id}/archive")

@@ -460,3 +460,33 @@ def test_sessions_show_gauge_compactions_archive_and_restore_is_audited(
 
     actions = [e["action"] for e in client.get(f"{PREFIX}/tenants/acme/audit", headers=auth).json()]
     assert actions == ["key.revoke", "key.create", "session.restore"]
+
+
+def test_new_via_the_api_starts_a_fresh_session_and_keeps_the_old_one(
+    gateway: GatewayServer, client: httpx.Client
+) -> None:
+    with transaction(gateway.runtime.factory) as db:
+        acme = _seed(db, "acme")
+    auth = {"Authorization": f"Bearer {acme.keys['admin']}"}
+    read = {"Authorization": f"Bearer {acme.keys['read']}"}
+    url = f"{PREFIX}/tenants/acme/sessions/{acme.session_id}/new"
+
+    assert client.post(url, headers=read).status_code == 403
+    made = client.post(url, headers=auth)
+    assert made.status_code == 201, made.text
+    fresh = made.json()["session_id"]
+    assert made.json()["previous_session_id"] == acme.session_id
+    assert fresh != acme.session_id
+
+    with gateway.runtime.factory() as db:
+        old, new = db.get(ChatSession, acme.session_id), db.get(ChatSession, fresh)
+        assert old is not None
+        assert new is not None
+        assert (old.is_current, old.ended_at is not None) == (False, True)
+        assert (new.is_current, new.chat_id, new.bot_id) == (True, "acme-chat", acme.bot_id)
+    kept = client.get(f"{PREFIX}/tenants/acme/sessions/{acme.session_id}/messages", headers=auth)
+    assert [m["content"] for m in kept.json()] == ["acme-archived-words", "acme-active-words"]
+    actions = [e["action"] for e in client.get(f"{PREFIX}/tenants/acme/audit", headers=auth).json()]
+    assert actions == ["session.new"]
+    missing = client.post(f"{PREFIX}/tenants/acme/sessions/{'0' * 32}/new", headers=auth)
+    assert missing.status_code == 404
