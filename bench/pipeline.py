@@ -9,6 +9,8 @@ database, the queue, the worker, the model client, delivery. Two deployments:
 Per-turn overhead is read from the database: (reply delivered - message stored) minus the
 time the worker spent inside the model call, for turns sent one at a time (no queueing).
 Throughput sends a burst over many conversations and counts delivered replies.
+Next to those wall-clock figures it reports the CPU time Hubbub's processes spent per
+sequential turn (``/proc``), which does not depend on what else runs on the machine.
 
 Usage: ``python -m bench.pipeline [--mode redis|embedded|both] [--turns N]``; prints JSON.
 """
@@ -136,18 +138,39 @@ def _max_message_id(db: Engine) -> int:
     return int(value)
 
 
-def _run(base_url: str, db_url: str, turns: int, burst: int, conversations: int) -> dict[str, Any]:
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def _run(
+    base_url: str,
+    db_url: str,
+    turns: int,
+    burst: int,
+    conversations: int,
+    processes: dict[str, int],
+) -> dict[str, Any]:
     # One pooled connection for all polling: a connection per poll would fork a Postgres
     # backend every few milliseconds and bill the benchmark's own load to Hubbub.
     db = create_engine(db_url, pool_size=1, max_overflow=0)
     try:
-        return _measure(base_url, db, turns, burst, conversations)
+        return _measure(base_url, db, turns, burst, conversations, processes)
     finally:
         db.dispose()
 
 
 def _measure(
-    base_url: str, db: Engine, turns: int, burst: int, conversations: int
+    base_url: str,
+    db: Engine,
+    turns: int,
+    burst: int,
+    conversations: int,
+    processes: dict[str, int],
 ) -> dict[str, Any]:
     client = httpx.Client(base_url=base_url, timeout=60)
     for i in range(20):  # warm-up: imports, connections, prompt build
@@ -155,10 +178,15 @@ def _measure(
     wait_until(lambda: _sent_count(db) >= 20, timeout=120, what="warm-up")
 
     since = _max_message_id(db)
+    cpu_before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     for i in range(turns):
         last = _max_message_id(db)
         client.post("/api/webchat/sequential/messages", json={"text": f"turn {i}"})
         wait_until(partial(_answered_after, db, last), timeout=60, interval=0.01)
+    cpu_ms = {
+        name: round((cpu_seconds(pid) - cpu_before[name]) * 1000 / turns, 2)
+        for name, pid in processes.items()
+    }
     overheads = _overheads(db, since)
 
     base = _sent_count(db)
@@ -181,6 +209,7 @@ def _measure(
         "overhead_ms_p50": round(statistics.median(overheads), 2),
         "overhead_ms_p99": round(_percentile(overheads, 0.99), 2),
         "overhead_ms_mean": round(statistics.fmean(overheads), 2),
+        "cpu_ms_per_sequential_turn": cpu_ms | {"total": round(sum(cpu_ms.values()), 2)},
         "burst_turns": burst,
         "burst_conversations": conversations,
         "intake_messages_per_second": round(burst / accepted, 1),
@@ -206,7 +235,8 @@ def bench_redis(llm_url: str, turns: int, burst: int, conversations: int) -> dic
         worker = ServiceProcess(["worker"], env | {"HUBBUB_LOG_LEVEL": "INFO"}, "worker ready")
         worker.wait_ready()
         try:
-            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations)
+            pids = {"gateway": gateway.proc.pid, "worker": worker.proc.pid}
+            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations, pids)
         finally:
             worker.kill()
             gateway.kill()
@@ -222,7 +252,8 @@ def bench_embedded(llm_url: str, turns: int, burst: int, conversations: int) -> 
         _wait_http(port)
         db_url = f"sqlite:///{Path(home) / 'hubbub.db'}"
         try:
-            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations)
+            pids = {"hubbub up": service.proc.pid}
+            result = _run(f"http://127.0.0.1:{port}", db_url, turns, burst, conversations, pids)
         finally:
             service.kill()
     return {"deployment": "embedded (SQLite, in-process turns)", **result}

@@ -284,9 +284,12 @@ class TurnRunner:
         # runs again; the durable delivery claim that follows flushes it first, so a reply is
         # never sent for a turn the database forgot.
         with transaction(self._factory, durable=False) as db:
-            message = db.get(Message, request.message_id)
-            assert message is not None
-            stored = agent.finish(db, message, outcome)
+            # Message and session in one query; ``finish`` then finds the session loaded.
+            found = SessionRepository.from_session(db).message_in_session(
+                request.session_id, request.message_id
+            )
+            assert found is not None
+            stored = agent.finish(db, found[0], outcome)
         self._count(request, outcome)
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)

@@ -218,10 +218,12 @@ class Agent:
         services, request = self._services, self.request
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
-            chat_session = db.get(ChatSession, request.session_id)
-            trigger = db.get(Message, request.message_id)
-            if chat_session is None or trigger is None:
+            found = SessionRepository.from_session(db).message_in_session(
+                request.session_id, request.message_id
+            )
+            if found is None:
                 return None
+            trigger, chat_session = found
             tools = self._tools(db, chat_session, trigger, model)
             inputs = services.prompts.inputs(chat_session, model, request.persona)
             if tools is not None:

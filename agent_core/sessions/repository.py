@@ -177,6 +177,21 @@ class SessionRepository:
         ).one()
         return int(row[0]), int(row[1])
 
+    def message_in_session(
+        self, session_id: str, message_id: int
+    ) -> tuple[Message, ChatSession] | None:
+        """A message and its session in one query.
+
+        Both then sit in the ORM session's identity map, so a later ``get`` of either in
+        the same transaction costs no round trip.
+        """
+        row = self.session.execute(
+            select(Message, ChatSession)
+            .join(ChatSession, ChatSession.id == Message.session_id)
+            .where(Message.id == message_id, ChatSession.id == session_id)
+        ).first()
+        return (row[0], row[1]) if row is not None else None
+
     def load_turn(self, message_id: int) -> tuple[Message, ChatSession, str | None] | None:
         """A message waiting for its turn, its session and its tenant's persona, in one query."""
         row = self.session.execute(
