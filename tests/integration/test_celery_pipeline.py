@@ -127,7 +127,7 @@ def test_sigterm_finishes_the_running_turn(
     processes.append(worker)
     fake_llm.sleep_next(2)
     post_accepted(client, "c1", "finish me")
-    wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=30, what="the call")
+    wait_until(lambda: len(fake_llm.chat_requests()) == 1, timeout=120, what="the call")
     worker.signal(signal.SIGTERM)
     assert worker.wait(60) == 0
     (reply,) = replies(client, "c1")

@@ -85,7 +85,7 @@ def test_a_worker_killed_between_two_tool_calls_resumes_the_round(
     processes.append(first)
     with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
         post_accepted(client, "crash", "remember the build host, then hold on")
-        wait_until(marker.exists, timeout=120, what="the second tool to be running")
+        wait_until(marker.exists, timeout=240, what="the second tool to be running")
         # The database signal: the first call's result is stored before the second runs.
         stored = wait_until(
             lambda: (t := _trigger(gateway)) and (r := journal.pending(t)) and r.results,
