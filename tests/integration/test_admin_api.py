@@ -384,7 +384,10 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     wait_replies(client, "persona-check", 1)
 
     url = f"{PREFIX}/tenants/{DEFAULT_TENANT_ID}/settings"
-    new = {"name": "Default tenant", "persona": "You are Quillon, the lighthouse keeper."}
+    new: dict[str, Any] = {
+        "name": "Default tenant",
+        "persona": "You are Quillon, the lighthouse keeper.",
+    }
     response = client.put(url, json=new, headers=auth)
     assert response.status_code == 200, response.text
     unset = dict.fromkeys(("instructions", "trigger_mode", "allow_users", "allow_chats", "tools"))
