@@ -31,6 +31,7 @@ from agent_core.db.models import Bot, ChatSession, Compaction, Message, Tenant
 from agent_core.errors import ConfigError, InvalidInput
 from agent_core.tenancy.service import PLATFORMS, TRIGGER_MODES, add_bot
 from agent_core.tenancy.settings import TenantDefaults, check_tool_patterns, check_trigger_mode
+from agent_core.tools.mcp.tenants import server_transports
 from gateway.dependencies import get_runtime
 from gateway.errors import documented
 from workers.runtime import Runtime, compaction_lines
@@ -200,6 +201,19 @@ class TenantSettings(Strict):
     tools: ToolsField = Field(
         None, max_length=200, description="default tool allow-list for bots (fnmatch patterns)"
     )
+
+
+class McpServerOut(BaseModel):
+    """One of the tenant's MCP servers (``hubbub tenants mcp``): no target, no secret."""
+
+    name: str
+    transport: str = Field(description="stdio or http")
+
+
+class TenantSettingsOut(TenantSettings):
+    """The settings with what is managed elsewhere, read-only (not accepted by ``PUT``)."""
+
+    mcp_servers: list[McpServerOut]
 
 
 class Credentials(Strict):
@@ -549,17 +563,22 @@ def list_tenants(
         return [_tenant_out(t) for t in AdminRepository.from_session(db).tenants(caller.tenant_id)]
 
 
+def _settings_out(db: Session, tenant: Tenant) -> TenantSettingsOut:
+    servers = [McpServerOut(name=n, transport=t) for n, t in server_transports(db, tenant.id)]
+    return TenantSettingsOut(**_settings_of(tenant), mcp_servers=servers)
+
+
 @router.get("/tenants/{tenant}/settings")
-def get_settings(access: TenantAccess) -> TenantSettings:
-    """The tenant's stored settings."""
+def get_settings(access: TenantAccess) -> TenantSettingsOut:
+    """The tenant's stored settings, with its MCP servers."""
     with read_transaction(access.runtime.factory) as db:
         tenant = db.get(Tenant, access.tenant_id)
         assert tenant is not None
-        return TenantSettings(**_settings_of(tenant))
+        return _settings_out(db, tenant)
 
 
 @router.put("/tenants/{tenant}/settings")
-def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettings:
+def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOut:
     """Replace the tenant's settings; the next turn of each of its sessions uses them."""
     stored = TenantDefaults(
         instructions=body.instructions or None,
@@ -577,7 +596,7 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettings:
         db.flush()
         after = _settings_of(tenant)
         _record(db, access, "settings.update", access.tenant_id, before=before, after=after)
-    return TenantSettings(**after)
+        return _settings_out(db, tenant)
 
 
 # --- bots ---------------------------------------------------------------------------------

@@ -392,7 +392,7 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     assert response.status_code == 200, response.text
     unset = dict.fromkeys(("instructions", "trigger_mode", "allow_users", "allow_chats", "tools"))
     new |= unset
-    assert client.get(url, headers=auth).json() == new
+    assert client.get(url, headers=auth).json() == new | {"mcp_servers": []}
     assert client.put(url, json=new | {"model": "x"}, headers=auth).status_code == 422
     (event,) = client.get(f"{PREFIX}/tenants/{DEFAULT_TENANT_ID}/audit", headers=auth).json()
     assert (event["action"], event["actor"]) == ("settings.update", admin[:12])

@@ -14,10 +14,12 @@ import httpx
 import pytest
 
 from agent_core.admin import keys
+from agent_core.config import McpServerConfig
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory, transaction
 from agent_core.db.migrations import upgrade_to_head
 from agent_core.tenancy.service import add_bot, add_tenant
+from agent_core.tools.mcp.tenants import add_server
 from gateway.routes.admin import PREFIX
 from tests.fixtures.llm_server import FakeLLM
 from tests.fixtures.platform_servers.telegram import FakeTelegram, TelegramServerThread
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.integration
 ACME_TOKEN = "434343:ACME-settings-token"
 PAYLOAD = Path(__file__).resolve().parents[1] / "fixtures" / "payloads" / "telegram"
 INSTRUCTIONS = "Always sign off as the Acme night desk."
+MCP_SECRET = "ghp-never-shown"
 
 
 @pytest.fixture
@@ -54,6 +57,10 @@ def admin_key(db_url: str, tmp_path: Path, acme_telegram: FakeTelegram) -> str:
                 secrets={"token": ACME_TOKEN},
                 options={"api_base": acme_telegram.api_base},
             )
+            config = McpServerConfig(
+                url=f"https://mcp.example/{MCP_SECRET}", headers={"Authorization": MCP_SECRET}
+            )
+            add_server(db, box, tenant_id="acme", name="gh", config=config)
             return keys.create(db, tenant_id="acme", scope="admin").secret
     finally:
         engine.dispose()
@@ -92,7 +99,11 @@ def test_a_tenant_s_trigger_mode_and_instructions_reach_its_bot(
     }
     response = client.put(url, json=new)
     assert response.status_code == 200, response.text
-    assert client.get(url).json() == new
+    shown = client.get(url)
+    assert shown.json() == new | {"mcp_servers": [{"name": "gh", "transport": "http"}]}
+    assert MCP_SECRET not in shown.text
+    read_only = new | {"mcp_servers": []}
+    assert client.put(url, json=read_only).status_code == 422, "MCP servers are read-only here"
     (event,) = client.get(f"{PREFIX}/tenants/acme/audit").json()
     assert event["action"] == "settings.update"
     assert event["before"]["trigger_mode"] is None
