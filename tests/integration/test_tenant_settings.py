@@ -24,6 +24,7 @@ from gateway.routes.admin import PREFIX
 from tests.fixtures.llm_server import FakeLLM
 from tests.fixtures.platform_servers.telegram import FakeTelegram, TelegramServerThread
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env, wait_until
+from workers.bots import BotDirectory
 
 pytestmark = pytest.mark.integration
 
@@ -141,3 +142,39 @@ def test_a_bad_tenant_setting_is_refused_and_changes_nothing(
     assert message in response.text
     assert client.get(url).json() == before
     assert client.get(f"{PREFIX}/tenants/acme/audit").json() == []
+
+
+def test_a_bot_s_own_values_win_over_its_tenant_s(db_url: str, tmp_path: Path) -> None:
+    upgrade_to_head(db_url)
+    engine = create_db_engine(db_url)
+    try:
+        factory = make_session_factory(engine)
+        box = CredentialBox(load_or_create_key(None, tmp_path))
+        with transaction(factory) as db:
+            tenant = add_tenant(db, "acme", name="Acme", persona=None)
+            tenant.settings = {"trigger_mode": "commands", "allow_chats": ["42"], "tools": ["x"]}
+            for name, own in (("plain", {}), ("own", {"allow_chats": ["7"]})):
+                add_bot(
+                    db,
+                    box,
+                    tenant_id="acme",
+                    platform="telegram",
+                    name=name,
+                    secrets={"token": ACME_TOKEN},
+                    options=own,
+                    trigger_mode="mention" if own else None,
+                )
+        settings = settings_from_env(hubbub_env(db_url=db_url, home=tmp_path, fake=None))
+        bots = BotDirectory(settings, factory, box)
+        plain, own = (
+            bots.resolve("acme", "telegram", "plain"),
+            bots.resolve("acme", "telegram", "own"),
+        )
+        assert plain is not None
+        assert own is not None
+        assert (plain.trigger_mode, own.trigger_mode) == ("commands", "mention")
+        assert bots.config(plain.id).allow_chats == frozenset({"42"})
+        assert bots.config(own.id).allow_chats == frozenset({"7"})
+        assert bots.config(plain.id).trigger_mode == "commands"
+    finally:
+        engine.dispose()
