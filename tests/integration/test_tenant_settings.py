@@ -153,7 +153,7 @@ def test_a_bot_s_own_values_win_over_its_tenant_s(db_url: str, tmp_path: Path) -
         with transaction(factory) as db:
             tenant = add_tenant(db, "acme", name="Acme", persona=None)
             tenant.settings = {"trigger_mode": "commands", "allow_chats": ["42"], "tools": ["x"]}
-            for name, own in (("plain", {}), ("own", {"allow_chats": ["7"]})):
+            for name, options in (("plain", {}), ("own", {"allow_chats": ["7"]})):
                 add_bot(
                     db,
                     box,
@@ -161,8 +161,8 @@ def test_a_bot_s_own_values_win_over_its_tenant_s(db_url: str, tmp_path: Path) -
                     platform="telegram",
                     name=name,
                     secrets={"token": ACME_TOKEN},
-                    options=own,
-                    trigger_mode="mention" if own else None,
+                    options=options,
+                    trigger_mode="mention" if options else None,
                 )
         settings = settings_from_env(hubbub_env(db_url=db_url, home=tmp_path, fake=None))
         bots = BotDirectory(settings, factory, box)
