@@ -89,7 +89,9 @@ def bots_add(
     app_token: Annotated[str | None, typer.Option(help="Slack app token (Socket Mode).")] = None,
     api_base: Annotated[str | None, typer.Option(help="Platform API base URL.")] = None,
     mode: Annotated[str | None, typer.Option(help="Telegram: auto, webhook or polling.")] = None,
-    trigger_mode: Annotated[str, typer.Option(help="mention, all or commands.")] = "mention",
+    trigger_mode: Annotated[
+        str | None, typer.Option(help="mention, all or commands (default: the tenant's).")
+    ] = None,
     answer_bots: Annotated[bool, typer.Option(help="Answer other bots.")] = False,
     allow_user: Annotated[list[str] | None, typer.Option(help="Allowed user id (repeat).")] = None,
     allow_chat: Annotated[list[str] | None, typer.Option(help="Allowed chat id (repeat).")] = None,
@@ -140,7 +142,7 @@ def bots_list(ctx: typer.Context) -> None:
             source = "database" if bot.credentials else "environment"
             typer.echo(
                 f"#{bot.id} {bot.tenant_id}/{bot.platform}/{bot.name}  "
-                f"trigger={bot.trigger_mode}  credentials from {source}"
+                f"trigger={bot.trigger_mode or 'tenant default'}  credentials from {source}"
             )
 
 

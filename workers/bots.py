@@ -2,6 +2,7 @@
 
 A bot configured from the environment is called ``default`` on its platform and is created
 in the database on first contact; bots of other tenants are rows with sealed credentials.
+A bot's unset trigger mode and allowlists are its tenant's (``agent_core.tenancy.settings``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from adapters.base import BotConfig
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox
 from agent_core.db.engine import transaction
-from agent_core.db.models import DEFAULT_TENANT_ID, Bot
+from agent_core.db.models import DEFAULT_TENANT_ID, Bot, Tenant
 from agent_core.tenancy.repository import TenancyRepository
+from agent_core.tenancy.settings import TenantDefaults, effective_trigger_mode
 
 ENV_BOT_NAME = "default"
 
@@ -115,7 +117,7 @@ class BotDirectory:
                     answer_bots=env.answer_bots,
                     settings={},
                 )
-            record = _record(bot)
+            record = _record(bot, _defaults(db, bot), self._settings.trigger_mode)
         with self._lock:
             self._records[key] = record
         return record
@@ -134,12 +136,12 @@ class BotDirectory:
             bot = TenancyRepository.from_session(db).get_bot(bot_id)
             if bot is None:
                 raise KeyError(f"bot {bot_id} does not exist")
-            config = self._config_for(bot)
+            config = self._config_for(bot, _defaults(db, bot))
         with self._lock:
             self._configs[bot_id] = config
         return config
 
-    def _config_for(self, bot: Bot) -> BotConfig:
+    def _config_for(self, bot: Bot, tenant: TenantDefaults) -> BotConfig:
         if bot.credentials is None and bot.name == ENV_BOT_NAME:
             env = env_bot_config(self._settings, bot.platform)
             if env is None:
@@ -154,20 +156,27 @@ class BotDirectory:
             tenant_id=bot.tenant_id,
             token=secrets.pop("token", None),
             api_base=options.pop("api_base", None),
-            trigger_mode=bot.trigger_mode,
+            trigger_mode=effective_trigger_mode(
+                bot.trigger_mode, tenant, self._settings.trigger_mode
+            ),
             answer_bots=bot.answer_bots,
-            allow_users=frozenset(options.pop("allow_users", ())),
-            allow_chats=frozenset(options.pop("allow_chats", ())),
+            allow_users=frozenset(options.pop("allow_users", None) or tenant.allow_users or ()),
+            allow_chats=frozenset(options.pop("allow_chats", None) or tenant.allow_chats or ()),
             extra={**options, **secrets},
         )
 
 
-def _record(bot: Bot) -> BotRecord:
+def _defaults(db: Session, bot: Bot) -> TenantDefaults:
+    tenant = db.get(Tenant, bot.tenant_id)
+    return TenantDefaults.from_json(tenant.settings if tenant is not None else None)
+
+
+def _record(bot: Bot, tenant: TenantDefaults, deployment_mode: str) -> BotRecord:
     return BotRecord(
         id=bot.id,
         tenant_id=bot.tenant_id,
         platform=bot.platform,
         name=bot.name,
-        trigger_mode=bot.trigger_mode,
+        trigger_mode=effective_trigger_mode(bot.trigger_mode, tenant, deployment_mode),
         answer_bots=bot.answer_bots,
     )

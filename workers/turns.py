@@ -30,6 +30,7 @@ from agent_core.llm.model import ChatModel
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
+from agent_core.tenancy.settings import TenantDefaults
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
@@ -237,7 +238,7 @@ class TurnRunner:
             pending = repo.load_turn(message_id)
             if pending is None:
                 return None, None, None
-            message, chat_session, persona = pending
+            message, chat_session, persona, tenant_settings = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
             request = TurnRequest(
                 chat_session.id,
@@ -245,6 +246,7 @@ class TurnRunner:
                 message.anchor_seq,
                 persona,
                 tenant_id=chat_session.tenant_id,
+                instructions=TenantDefaults.from_json(tenant_settings).instructions,
                 user_id=message.speaker_id,
             )
             if message.meta.get("rate_limited"):

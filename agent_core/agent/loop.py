@@ -225,7 +225,9 @@ class Agent:
                 return None
             trigger, chat_session = found
             tools = self._tools(db, chat_session, trigger, model)
-            inputs = services.prompts.inputs(chat_session, model, request.persona)
+            inputs = services.prompts.inputs(
+                chat_session, model, request.persona, request.instructions
+            )
             if tools is not None:
                 inputs = replace(
                     inputs,

@@ -42,6 +42,8 @@ class TurnRequest:
     """The session's tenant (metrics are counted per tenant)."""
     user_id: str | None = None
     """The person being answered (budgets and usage per user)."""
+    instructions: str | None = None
+    """The tenant's instructions, added to the operator's in the prompt."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from agent_core.prompt.builder import PromptInputs
 from agent_core.prompt.service import rebuild
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.transcript import GROUP
+from agent_core.tenancy.settings import TenantDefaults
 
 
 class PromptAssembler:
@@ -28,9 +29,18 @@ class PromptAssembler:
         self._context_files: tuple[tuple[str, str], ...] | None = None
 
     def inputs(
-        self, chat_session: ChatSession, model: ChatModel, persona: str | None
+        self,
+        chat_session: ChatSession,
+        model: ChatModel,
+        persona: str | None,
+        tenant_instructions: str | None = None,
     ) -> PromptInputs:
-        """The prompt inputs, memory excluded (it is read only when a prompt is built)."""
+        """The prompt inputs, memory excluded (it is read only when a prompt is built).
+
+        The tenant's instructions follow the operator's; both are in the fingerprint, so a
+        change rebuilds each session's frozen prompt once.
+        """
+        parts = [t.strip() for t in (self._settings.instructions, tenant_instructions) if t]
         return PromptInputs(
             persona=persona or self._settings.persona,
             model=model.name,
@@ -38,7 +48,7 @@ class PromptAssembler:
             chat_type=chat_session.chat_type,
             session_id=chat_session.id,
             context_length=model.context_length,
-            instructions=self._settings.instructions,
+            instructions="\n\n".join(p for p in parts if p) or None,
             context_files=self._load_context_files(),
             timezone=self._settings.timezone,
         )
@@ -57,7 +67,12 @@ class PromptAssembler:
     def rebuild(self, db: Session, chat_session: ChatSession, model: ChatModel) -> str:
         """Build the session's prompt anew with fresh memory (after a compaction)."""
         tenant = db.get(Tenant, chat_session.tenant_id)
-        inputs = self.inputs(chat_session, model, tenant.persona if tenant else None)
+        inputs = self.inputs(
+            chat_session,
+            model,
+            tenant.persona if tenant else None,
+            TenantDefaults.from_json(tenant.settings if tenant else None).instructions,
+        )
         with_memory = replace(inputs, memory=tuple(self.memory(db, chat_session)))
         return rebuild(db, chat_session, with_memory, self.today())
 

@@ -192,15 +192,20 @@ class SessionRepository:
         ).first()
         return (row[0], row[1]) if row is not None else None
 
-    def load_turn(self, message_id: int) -> tuple[Message, ChatSession, str | None] | None:
-        """A message waiting for its turn, its session and its tenant's persona, in one query."""
+    def load_turn(
+        self, message_id: int
+    ) -> tuple[Message, ChatSession, str | None, dict[str, Any]] | None:
+        """A message waiting for its turn, its session, its tenant's persona and settings.
+
+        One query.
+        """
         row = self.session.execute(
-            select(Message, ChatSession, Tenant.persona)
+            select(Message, ChatSession, Tenant.persona, Tenant.settings)
             .join(ChatSession, ChatSession.id == Message.session_id)
             .join(Tenant, Tenant.id == ChatSession.tenant_id)
             .where(Message.id == message_id, Message.turn_state == TurnState.PENDING)
         ).first()
-        return (row[0], row[1], row[2]) if row is not None else None
+        return (row[0], row[1], row[2], row[3] or {}) if row is not None else None
 
     def close_turn(self, message_id: int) -> bool:
         """Mark a pending message answered; ``False`` when another run closed it first."""

@@ -11,9 +11,10 @@ from agent_core.db.models import Bot, Tenant
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.names import check_name
 from agent_core.tenancy.repository import TenancyRepository
+from agent_core.tenancy.settings import TRIGGER_MODES, check_trigger_mode
 
 PLATFORMS = ("telegram", "discord", "slack")
-TRIGGER_MODES = ("mention", "all", "commands")
+__all__ = ["PLATFORMS", "TRIGGER_MODES", "add_bot", "add_tenant", "remove_bot"]
 
 
 def add_tenant(db: Session, tenant_id: str, *, name: str | None, persona: str | None) -> Tenant:
@@ -41,7 +42,7 @@ def add_bot(
     name: str,
     secrets: dict[str, str],
     options: dict[str, Any],
-    trigger_mode: str = "mention",
+    trigger_mode: str | None = None,
     answer_bots: bool = False,
 ) -> Bot:
     """Create a bot whose credentials live in the database, sealed with the secret key.
@@ -54,8 +55,7 @@ def add_bot(
     check_name("bot name", name)
     if platform not in PLATFORMS:
         raise InvalidInput(f"platform must be one of {', '.join(PLATFORMS)}")
-    if trigger_mode not in TRIGGER_MODES:
-        raise InvalidInput(f"trigger mode must be one of {', '.join(TRIGGER_MODES)}")
+    check_trigger_mode(trigger_mode)
     if not secrets.get("token"):
         raise InvalidInput("a bot needs its platform token")
     repo = TenancyRepository.from_session(db)

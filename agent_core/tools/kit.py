@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.config import ToolSettings
 from agent_core.crypto import CredentialBox
-from agent_core.db.models import Bot, ChatSession
+from agent_core.db.models import Bot, ChatSession, Tenant
+from agent_core.tenancy.settings import TenantDefaults
 from agent_core.tokens import TokenCounter
 from agent_core.tools.base import ToolContext
 from agent_core.tools.mcp.pool import McpPool
@@ -56,7 +57,9 @@ class ToolKit:
         bot = db.get(Bot, chat_session.bot_id)
         allowed = bot_tool_patterns(bot.settings if bot is not None else None)
         if allowed is None:
-            allowed = self.settings.enabled
+            tenant = db.get(Tenant, chat_session.tenant_id)
+            inherited = TenantDefaults.from_json(tenant.settings if tenant else None).tools
+            allowed = frozenset(inherited) if inherited is not None else self.settings.enabled
         servers = merge_servers(
             self._configured, tenant_specs(db, self._box, chat_session.tenant_id)
         )

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from agent_core.admin import audit, keys, operations
@@ -30,6 +30,8 @@ from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import Bot, ChatSession, Compaction, Message, Tenant
 from agent_core.errors import ConfigError, InvalidInput
 from agent_core.tenancy.service import PLATFORMS, TRIGGER_MODES, add_bot
+from agent_core.tenancy.settings import TenantDefaults, check_tool_patterns, check_trigger_mode
+from agent_core.tools.mcp.tenants import server_transports
 from gateway.dependencies import get_runtime
 from gateway.errors import documented
 from workers.runtime import Runtime, compaction_lines
@@ -157,13 +159,61 @@ class TenantOut(BaseModel):
     created_at: datetime
 
 
+def _valid_trigger_mode(value: str | None) -> str | None:
+    try:
+        check_trigger_mode(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _valid_tools(value: list[str] | None) -> list[str] | None:
+    try:
+        check_tool_patterns(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+TriggerModeField = Annotated[str | None, AfterValidator(_valid_trigger_mode)]
+ToolsField = Annotated[list[str] | None, AfterValidator(_valid_tools)]
+
+
 class TenantSettings(Strict):
-    """What a tenant stores; the persona is read by the tenant's next turn."""
+    """What a tenant stores; persona and instructions are read by the tenant's next turn.
+
+    The bot defaults apply to each of its bots that has no value of its own, from the
+    gateway's next start (bots are read on start).
+    """
 
     name: str = Field(min_length=1, max_length=200)
     persona: str | None = Field(
         None, max_length=20_000, description="replaces the default identity in the prompt"
     )
+    instructions: str | None = Field(
+        None, max_length=20_000, description="added to the operator's instructions in the prompt"
+    )
+    trigger_mode: TriggerModeField = Field(
+        None, description=f"default for bots: one of {', '.join(TRIGGER_MODES)}"
+    )
+    allow_users: list[str] | None = Field(None, max_length=1000, description="default for bots")
+    allow_chats: list[str] | None = Field(None, max_length=1000, description="default for bots")
+    tools: ToolsField = Field(
+        None, max_length=200, description="default tool allow-list for bots (fnmatch patterns)"
+    )
+
+
+class McpServerOut(BaseModel):
+    """One of the tenant's MCP servers (``hubbub tenants mcp``): no target, no secret."""
+
+    name: str
+    transport: str = Field(description="stdio or http")
+
+
+class TenantSettingsOut(TenantSettings):
+    """The settings with what is managed elsewhere, read-only (not accepted by ``PUT``)."""
+
+    mcp_servers: list[McpServerOut]
 
 
 class Credentials(Strict):
@@ -178,11 +228,11 @@ class Credentials(Strict):
 class BotOptions(Strict):
     """A bot's behaviour (every field optional on update)."""
 
-    trigger_mode: str | None = Field(None, description=f"one of {', '.join(TRIGGER_MODES)}")
+    trigger_mode: TriggerModeField = Field(None, description=f"one of {', '.join(TRIGGER_MODES)}")
     answer_bots: bool | None = None
     allow_users: list[str] | None = Field(None, max_length=1000)
     allow_chats: list[str] | None = Field(None, max_length=1000)
-    tools: list[str] | None = Field(None, max_length=200)
+    tools: ToolsField = Field(None, max_length=200)
     api_base: str | None = Field(None, max_length=2048)
     mode: str | None = Field(None, description="telegram: auto, webhook or polling")
 
@@ -207,7 +257,7 @@ class BotOut(BaseModel):
     id: int
     platform: str
     name: str
-    trigger_mode: str
+    trigger_mode: str | None = Field(description="the bot's own; null inherits the tenant's")
     answer_bots: bool
     allow_users: list[str]
     allow_chats: list[str]
@@ -357,7 +407,16 @@ def _tenant_out(tenant: Tenant) -> TenantOut:
 
 
 def _settings_of(tenant: Tenant) -> dict[str, Any]:
-    return {"name": tenant.name, "persona": tenant.persona}
+    stored = TenantDefaults.from_json(tenant.settings)
+    return {
+        "name": tenant.name,
+        "persona": tenant.persona,
+        "instructions": stored.instructions,
+        "trigger_mode": stored.trigger_mode,
+        "allow_users": list(stored.allow_users) if stored.allow_users else None,
+        "allow_chats": list(stored.allow_chats) if stored.allow_chats else None,
+        "tools": list(stored.tools) if stored.tools else None,
+    }
 
 
 def bot_out(bot: Bot) -> BotOut:
@@ -504,28 +563,40 @@ def list_tenants(
         return [_tenant_out(t) for t in AdminRepository.from_session(db).tenants(caller.tenant_id)]
 
 
+def _settings_out(db: Session, tenant: Tenant) -> TenantSettingsOut:
+    servers = [McpServerOut(name=n, transport=t) for n, t in server_transports(db, tenant.id)]
+    return TenantSettingsOut(**_settings_of(tenant), mcp_servers=servers)
+
+
 @router.get("/tenants/{tenant}/settings")
-def get_settings(access: TenantAccess) -> TenantSettings:
-    """The tenant's stored settings."""
+def get_settings(access: TenantAccess) -> TenantSettingsOut:
+    """The tenant's stored settings, with its MCP servers."""
     with read_transaction(access.runtime.factory) as db:
         tenant = db.get(Tenant, access.tenant_id)
         assert tenant is not None
-        return TenantSettings(**_settings_of(tenant))
+        return _settings_out(db, tenant)
 
 
 @router.put("/tenants/{tenant}/settings")
-def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettings:
+def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOut:
     """Replace the tenant's settings; the next turn of each of its sessions uses them."""
+    stored = TenantDefaults(
+        instructions=body.instructions or None,
+        trigger_mode=body.trigger_mode,
+        allow_users=tuple(body.allow_users) if body.allow_users else None,
+        allow_chats=tuple(body.allow_chats) if body.allow_chats else None,
+        tools=tuple(body.tools) if body.tools else None,
+    )
     with transaction(access.runtime.factory) as db:
         tenant = db.get(Tenant, access.tenant_id)
         assert tenant is not None
         before = _settings_of(tenant)
         tenant.name, tenant.persona = body.name, body.persona
+        tenant.settings = stored.to_json()
         db.flush()
-        _record(
-            db, access, "settings.update", access.tenant_id, before=before, after=body.model_dump()
-        )
-    return body
+        after = _settings_of(tenant)
+        _record(db, access, "settings.update", access.tenant_id, before=before, after=after)
+        return _settings_out(db, tenant)
 
 
 # --- bots ---------------------------------------------------------------------------------
@@ -550,7 +621,7 @@ def create_bot(access: TenantAccess, body: NewBot) -> BotOut:
             name=body.name,
             secrets=_secrets(body.credentials),
             options=_options(body),
-            trigger_mode=body.trigger_mode or "mention",
+            trigger_mode=body.trigger_mode,
             answer_bots=bool(body.answer_bots),
         )
         out = bot_out(bot)
@@ -568,8 +639,6 @@ def get_bot(access: TenantAccess, bot: int) -> BotOut:
 @router.put("/tenants/{tenant}/bots/{bot}")
 def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
     """Change a bot's behaviour or rotate its credentials (the gateway reads bots on start)."""
-    if body.trigger_mode is not None and body.trigger_mode not in TRIGGER_MODES:
-        raise InvalidInput(f"trigger mode must be one of {', '.join(TRIGGER_MODES)}")
     with transaction(access.runtime.factory) as db:
         row = _bot_or_404(db, access, bot)
         before = bot_out(row).model_dump()

@@ -22,8 +22,9 @@ class Bot(TimestampMixin, Base):
     )
     platform: Mapped[str] = mapped_column(String(32), nullable=False)
     name: Mapped[str] = mapped_column(String(64), nullable=False)
-    trigger_mode: Mapped[str] = mapped_column(String(16), nullable=False, default="mention")
-    """When the bot answers in groups: ``mention``, ``all`` or ``commands``."""
+    trigger_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """When the bot answers in groups: ``mention``, ``all`` or ``commands``; ``None``
+    inherits the tenant's (``agent_core.tenancy.settings``)."""
     answer_bots: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     credentials: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Platform credentials, encrypted at rest (never logged)."""

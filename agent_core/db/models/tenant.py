@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import String, Text
+from typing import Any
+
+from sqlalchemy import JSON, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_core.db.base import Base, TimestampMixin
@@ -19,3 +21,5 @@ class Tenant(TimestampMixin, Base):
     name: Mapped[str] = mapped_column(String(200), nullable=False)
     persona: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Replaces the default identity in the stable prompt layer."""
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    """Instructions and bot defaults, read through ``agent_core.tenancy.settings``."""

@@ -95,6 +95,16 @@ def list_servers(db: Session, box: CredentialBox, tenant_id: str) -> list[Server
     return listings
 
 
+def server_transports(db: Session, tenant_id: str) -> list[tuple[str, str]]:
+    """The tenant's servers as (name, ``stdio`` or ``http``): what the admin API shows.
+
+    Neither target nor secret names: a URL or an argument may carry a token.
+    """
+    return [
+        (row.name, "stdio" if row.command is not None else "http") for row in _rows(db, tenant_id)
+    ]
+
+
 def tenant_specs(db: Session, box: CredentialBox, tenant_id: str) -> list[McpServerSpec]:
     """The tenant's servers, secrets opened, as the pool reaches them."""
     return [
