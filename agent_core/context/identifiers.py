@@ -104,6 +104,10 @@ _GATED = ("url", "email", "uuid", "ticket", "issue", "relpath", "abspath", "winp
 """The alternatives left out of a pattern when the text lacks the characters they need."""
 
 
+GATING_MARKS = ("www.", "@", "-", "#", "/", "\\")
+"""Texts :func:`_needed` tells apart: their combinations reach every pattern it can ask for."""
+
+
 def _needed(candidates: str) -> tuple[bool, ...]:
     """For each of :data:`_GATED`: whether ``candidates`` has the characters it needs."""
     dash = "-" in candidates
@@ -135,6 +139,12 @@ def _pattern(needed: tuple[bool, ...]) -> tuple[Any, dict[int, str]]:
     pattern = _compile("|".join(f"{prefix}(?P<{name}>{body})" for name, prefix, body in used))
     names = {index: name.decode() for name, index in pattern.groupindex.items()}
     return pattern, names
+
+
+def warm_patterns(samples: Iterable[str]) -> None:
+    """Compile the patterns texts like ``samples`` need (before a compaction needs them)."""
+    for sample in samples:
+        _pattern(_needed(sample))
 
 
 _KIND_OF_GROUP = {
