@@ -14,9 +14,11 @@ from agent_core.agent import AgentServices
 from agent_core.compaction.runner import Compactor
 from agent_core.compaction.triggers import BackgroundRing, Lines
 from agent_core.config import Settings
+from agent_core.context.warmup import warm_compressor
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory
 from agent_core.errors import ConfigError
+from agent_core.heap import freeze_startup_heap
 from agent_core.llm.costs import CostTable
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
@@ -134,6 +136,8 @@ class Runtime:
             background=BackgroundRing.of(lines) if lines is not None else None,
             limiter=InboundLimiter.from_settings(settings),
         )
+        warm_compressor()
+        freeze_startup_heap()
 
     def close(self) -> None:
         """Release connections and clients."""
