@@ -166,6 +166,7 @@ class Agent:
         self.request = request
         self._engine: ContextEngine | None = None
         self._loop: _Loop | None = None
+        self._started: tuple[Message, ChatSession] | None = None
 
     # -- the loop -------------------------------------------------------------------
 
@@ -225,6 +226,7 @@ class Agent:
             if found is None:
                 return None
             trigger, chat_session, bot_settings = found
+            self._started = (trigger, chat_session)
             tools = self._tools(db, chat_session, bot_settings, trigger, model)
             inputs = services.prompts.inputs(chat_session, model, request.persona)
             if tools is not None:
@@ -587,16 +589,37 @@ class Agent:
 
     # -- committing -----------------------------------------------------------------
 
-    def finish(self, db: Session, message: Message, outcome: TurnOutcome) -> Stored:
+    def reply_rows(self, db: Session) -> tuple[Message, ChatSession] | None:
+        """The message and its session for the reply transaction.
+
+        Those the turn started on when it got that far (``finish`` reads only their
+        identity columns, which never change), else read now in ``db``.
+        """
+        if self._started is not None:
+            return self._started
+        found = SessionRepository.from_session(db).message_in_session(
+            self.request.session_id, self.request.message_id
+        )
+        return found
+
+    def finish(
+        self,
+        db: Session,
+        message: Message,
+        outcome: TurnOutcome,
+        chat_session: ChatSession | None = None,
+    ) -> Stored:
         """Store the reply, its outbox entry and the engine's judgement of the usage.
 
         Runs in the caller's transaction. The provider's real prompt size is fed to the
         session's stored engine state (the post-response check), unless a compaction
         committed while the model was answering: then this usage measured the transcript
-        before it and says nothing about the new one.
+        before it and says nothing about the new one. ``chat_session`` (from
+        ``reply_rows``) saves reading the session again.
         """
         services = self._services
-        chat_session = db.get(ChatSession, self.request.session_id)
+        if chat_session is None:
+            chat_session = db.get(ChatSession, self.request.session_id)
         if chat_session is None:
             return Stored(None, compact_later=False)
         meta: dict[str, Any] = {}
