@@ -286,12 +286,10 @@ class TurnRunner:
         # runs again; the durable delivery claim that follows flushes it first, so a reply is
         # never sent for a turn the database forgot.
         with transaction(self._factory, durable=False) as db:
-            # Message and session in one query; ``finish`` then finds the session loaded.
-            found = SessionRepository.from_session(db).message_in_session(
-                request.session_id, request.message_id
-            )
+            # The rows the turn started on (no read), else message and session in one query.
+            found = agent.reply_rows(db)
             assert found is not None
-            stored = agent.finish(db, found[0], outcome)
+            stored = agent.finish(db, found[0], outcome, found[1])
         self._count(request, outcome)
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)

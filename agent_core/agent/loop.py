@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core import notices
@@ -165,6 +166,7 @@ class Agent:
         self.request = request
         self._engine: ContextEngine | None = None
         self._loop: _Loop | None = None
+        self._started: tuple[Message, ChatSession] | None = None
 
     # -- the loop -------------------------------------------------------------------
 
@@ -218,13 +220,14 @@ class Agent:
         services, request = self._services, self.request
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
-            found = SessionRepository.from_session(db).message_in_session(
+            found = SessionRepository.from_session(db).turn_start(
                 request.session_id, request.message_id
             )
             if found is None:
                 return None
-            trigger, chat_session = found
-            tools = self._tools(db, chat_session, trigger, model)
+            trigger, chat_session, bot_settings = found
+            self._started = (trigger, chat_session)
+            tools = self._tools(db, chat_session, bot_settings, trigger, model)
             inputs = services.prompts.inputs(
                 chat_session, model, request.persona, request.instructions
             )
@@ -293,13 +296,22 @@ class Agent:
         return self._outcome(loop, TurnEnd.BUDGET, usage.budgets.refusal(broken))
 
     def _tools(
-        self, db: Session, chat_session: ChatSession, trigger: Message, model: ChatModel
+        self,
+        db: Session,
+        chat_session: ChatSession,
+        bot_settings: dict[str, Any] | None,
+        trigger: Message,
+        model: ChatModel,
     ) -> _Tools | None:
         kit = self._services.tools
         if kit is None:
             return None
         registry = kit.registry(
-            db, chat_session, context_length=model.context_length, counter=self._services.counter
+            db,
+            chat_session,
+            bot_settings,
+            context_length=model.context_length,
+            counter=self._services.counter,
         )
         if not registry.names():
             return None
@@ -579,16 +591,37 @@ class Agent:
 
     # -- committing -----------------------------------------------------------------
 
-    def finish(self, db: Session, message: Message, outcome: TurnOutcome) -> Stored:
+    def reply_rows(self, db: Session) -> tuple[Message, ChatSession] | None:
+        """The message and its session for the reply transaction.
+
+        Those the turn started on when it got that far (``finish`` reads only their
+        identity columns, which never change), else read now in ``db``.
+        """
+        if self._started is not None:
+            return self._started
+        found = SessionRepository.from_session(db).message_in_session(
+            self.request.session_id, self.request.message_id
+        )
+        return found
+
+    def finish(
+        self,
+        db: Session,
+        message: Message,
+        outcome: TurnOutcome,
+        chat_session: ChatSession | None = None,
+    ) -> Stored:
         """Store the reply, its outbox entry and the engine's judgement of the usage.
 
         Runs in the caller's transaction. The provider's real prompt size is fed to the
         session's stored engine state (the post-response check), unless a compaction
         committed while the model was answering: then this usage measured the transcript
-        before it and says nothing about the new one.
+        before it and says nothing about the new one. ``chat_session`` (from
+        ``reply_rows``) saves reading the session again.
         """
         services = self._services
-        chat_session = db.get(ChatSession, self.request.session_id)
+        if chat_session is None:
+            chat_session = db.get(ChatSession, self.request.session_id)
         if chat_session is None:
             return Stored(None, compact_later=False)
         meta: dict[str, Any] = {}
@@ -603,6 +636,12 @@ class Agent:
             self._charge(db, loop)
             if outcome.calls:
                 shown += tuple(usage.budgets.new_warnings(db, loop.scope))
+        engine = self._engine
+        judge = (
+            _UsageJudge(engine, outcome)
+            if engine is not None and loop is not None and outcome.answered
+            else None
+        )
         outbox_id = record_reply(
             db,
             chat_session,
@@ -613,32 +652,14 @@ class Agent:
             usage=_total_usage(outcome.calls),
             meta=meta,
             notices=shown,
+            session_values=judge,
         )
-        engine = self._engine
-        if outbox_id is None or engine is None or loop is None or not outcome.answered:
+        if outbox_id is None or judge is None or not judge.judged or loop is None:
             return Stored(outbox_id, compact_later=False)
-        return Stored(outbox_id, compact_later=self._judge_usage(db, engine, loop, outcome))
+        return Stored(outbox_id, compact_later=self._compact_later(judge.engine, loop))
 
-    def _judge_usage(
-        self, db: Session, engine: ContextEngine, loop: _Loop, outcome: TurnOutcome
-    ) -> bool:
-        repo = SessionRepository.from_session(db)
-        stored = repo.stored_state(self.request.session_id)
-        if stored is None or stored.summary_version != outcome.summary_version:
-            return False
-        engine.on_session_start(engine_state(stored))
-        usage = outcome.usage
-        engine.update_from_response(usage)
-        context_state = dict(stored.context_state or {})
-        if usage is not None:
-            context_state = with_token_calibration(
-                context_state,
-                provider_tokens=usage.prompt_tokens,
-                counted_tokens=outcome.counted_tokens,
-            )
-        repo.update_columns(
-            self.request.session_id, engine_state_values(engine.state, context_state)
-        )
+    def _compact_later(self, engine: ContextEngine, loop: _Loop) -> bool:
+        """Whether the provider's prompt size makes a compaction due after this reply."""
         if not self._services.compression.enabled:
             return False
         tokens = post_response_tokens(
@@ -649,6 +670,38 @@ class Agent:
         )
         size = SessionSize(tokens, len(loop.view.transcript.messages))
         return bool(due(Trigger.POST_RESPONSE, size, engine))
+
+
+class _UsageJudge:
+    """Feeds the provider's prompt size to the session's stored engine state.
+
+    Called by ``record_reply`` with the stored state read under the session's row lock;
+    the columns it returns are written with the reply's own session ``UPDATE``. Nothing
+    is judged when a compaction committed while the model was answering.
+    """
+
+    def __init__(self, engine: ContextEngine, outcome: TurnOutcome) -> None:
+        self.engine = engine
+        self._outcome = outcome
+        self.judged = False
+
+    def __call__(self, stored: Row[Any]) -> dict[str, Any]:
+        outcome = self._outcome
+        if stored.summary_version != outcome.summary_version:
+            return {}
+        engine = self.engine
+        engine.on_session_start(engine_state(stored))
+        usage = outcome.usage
+        engine.update_from_response(usage)
+        context_state = dict(stored.context_state or {})
+        if usage is not None:
+            context_state = with_token_calibration(
+                context_state,
+                provider_tokens=usage.prompt_tokens,
+                counted_tokens=outcome.counted_tokens,
+            )
+        self.judged = True
+        return engine_state_values(engine.state, context_state)
 
 
 def _total_usage(calls: Sequence[ModelCall]) -> Usage | None:

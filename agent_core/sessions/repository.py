@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
 from agent_core.db.models import (
+    Bot,
     ChatSession,
     Message,
     MessageKind,
@@ -66,6 +67,7 @@ _STORED_STATE = select(
     SESSIONS.c.last_prompt_tokens,
     SESSIONS.c.context_state,
 ).where(SESSIONS.c.id == param("sid", SESSIONS.c.id))
+_STORED_STATE_LOCKED = _STORED_STATE.with_for_update()
 _CLOSE_TURN = (
     update(MESSAGES)
     .where(
@@ -142,14 +144,16 @@ class SessionRepository:
         active_tokens: int = 0,
         active_messages: int = 0,
         spent_tokens: int = 0,
+        also: Mapping[str, Any] | None = None,
     ) -> SeqAllocation:
         """The next arrival number of the session, updating its token counters on the way.
 
         The UPDATE row-locks the session until commit, so numbers are handed out in
-        commit order: a later number is never visible before an earlier one.
+        commit order: a later number is never visible before an earlier one. ``also``
+        holds other session columns to set in the same statement.
         """
         row = self.session.execute(
-            _ALLOCATE_SEQ,
+            _ALLOCATE_SEQ.values(dict(also)) if also else _ALLOCATE_SEQ,
             {
                 "sid": session_id,
                 "now": utcnow(),
@@ -160,9 +164,14 @@ class SessionRepository:
         ).one()
         return SeqAllocation(int(row[0]), int(row[1]), int(row[2]))
 
-    def stored_state(self, session_id: str) -> Row[*tuple[Any, ...]] | None:
-        """Just the engine-state columns of a session (the prompt text is not loaded)."""
-        return self.session.execute(_STORED_STATE, {"sid": session_id}).first()
+    def stored_state(self, session_id: str, *, lock: bool = False) -> Row[*tuple[Any, ...]] | None:
+        """Just the engine-state columns of a session (the prompt text is not loaded).
+
+        ``lock`` row-locks the session until commit (``FOR UPDATE``; SQLite's single
+        writer needs none).
+        """
+        statement = _STORED_STATE_LOCKED if lock else _STORED_STATE
+        return self.session.execute(statement, {"sid": session_id}).first()
 
     def update_columns(self, session_id: str, values: dict[str, Any]) -> None:
         """Set session columns without loading the row."""
@@ -191,6 +200,22 @@ class SessionRepository:
             .where(Message.id == message_id, ChatSession.id == session_id)
         ).first()
         return (row[0], row[1]) if row is not None else None
+
+    def turn_start(
+        self, session_id: str, message_id: int
+    ) -> tuple[Message, ChatSession, dict[str, Any] | None] | None:
+        """A message, its session and its bot's settings in one query (what a turn starts on).
+
+        The tool registry needs the bot's allow-list; reading it here saves the turn a
+        round trip for the bot row.
+        """
+        row = self.session.execute(
+            select(Message, ChatSession, Bot.settings)
+            .join(ChatSession, ChatSession.id == Message.session_id)
+            .outerjoin(Bot, Bot.id == ChatSession.bot_id)
+            .where(Message.id == message_id, ChatSession.id == session_id)
+        ).first()
+        return (row[0], row[1], row[2]) if row is not None else None
 
     def load_turn(
         self, message_id: int

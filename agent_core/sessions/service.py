@@ -6,11 +6,11 @@ Functions take the unit of work (a SQLAlchemy session) first; they flush, never 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Row, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -298,11 +298,14 @@ def record_reply(
     usage: Usage | None = None,
     meta: dict[str, Any] | None = None,
     notices: Sequence[str] = (),
+    session_values: Callable[[Row[Any]], Mapping[str, Any]] | None = None,
 ) -> int | None:
     """Close the trigger's turn, store the reply and queue its delivery, all or nothing.
 
     ``notices`` (a compaction warning) are shown to people above the reply but never
-    become part of the transcript the model sees.
+    become part of the transcript the model sees. ``session_values`` is given the
+    session's stored engine state, read under the row lock, and the columns it returns
+    are set by the same ``UPDATE`` that numbers the reply (one statement, not two).
 
     Returns the outbox id, or ``None`` when the turn was already closed by another run
     (a redelivered task, or a worker that outlived its lease): that run's reply stands.
@@ -312,11 +315,17 @@ def record_reply(
         return None
     tokens = counter.count_message({"role": "assistant", "content": text})
     chat = kind == MessageKind.CHAT
+    also: Mapping[str, Any] = {}
+    if session_values is not None:
+        stored = repo.stored_state(chat_session.id, lock=True)
+        if stored is not None:
+            also = session_values(stored)
     seq = repo.allocate_seq(
         chat_session.id,
         active_tokens=tokens if chat else 0,
         active_messages=int(chat),
         spent_tokens=(usage.prompt_tokens + usage.completion_tokens) if usage else 0,
+        also=also,
     ).seq
     now = utcnow()
     reply_id = _insert_message(

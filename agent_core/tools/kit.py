@@ -8,11 +8,13 @@ and the context its handlers run in.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.config import ToolSettings
 from agent_core.crypto import CredentialBox
-from agent_core.db.models import Bot, ChatSession, Tenant
+from agent_core.db.models import ChatSession, Tenant
 from agent_core.tenancy.settings import TenantDefaults
 from agent_core.tokens import TokenCounter
 from agent_core.tools.base import ToolContext
@@ -49,13 +51,17 @@ class ToolKit:
         self,
         db: Session,
         chat_session: ChatSession,
+        bot_settings: dict[str, Any] | None,
         *,
         context_length: int,
         counter: TokenCounter,
     ) -> ToolRegistry:
-        """The tools of this session's bot and chat, for one turn."""
-        bot = db.get(Bot, chat_session.bot_id)
-        allowed = bot_tool_patterns(bot.settings if bot is not None else None)
+        """The tools of this session's bot and chat, for one turn.
+
+        ``bot_settings`` come with the turn's first query (``None``: the bot is gone), so
+        the registry costs no read of the bot row.
+        """
+        allowed = bot_tool_patterns(bot_settings)
         if allowed is None:
             tenant = db.get(Tenant, chat_session.tenant_id)
             inherited = TenantDefaults.from_json(tenant.settings if tenant else None).tools

@@ -6,13 +6,14 @@ tests); the database is real SQLite and Postgres.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import update
+from sqlalchemy import event, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core import notices
@@ -208,6 +209,42 @@ def test_a_reply_is_stored_with_its_outbox_entry_and_the_prompt_frozen(factory):
     assert h.main.calls[0].messages[0] == {"role": "system", "content": prompt}
     h.turn(h.say("again"))
     assert h.main.calls[1].messages[0]["content"] == prompt
+
+
+def test_a_turn_reads_its_bot_with_the_message_and_numbers_its_reply_in_one_update(factory):
+    """The per-turn overhead: no separate read of the bot row for the tool registry, and
+    the reply's engine-state judgement goes in the session UPDATE that numbers it."""
+    h = Harness(factory, tools=True, replies=["hello Ann"], prompt_tokens=1_234)
+    message_id = h.say("hi")
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    engine = factory.kw["bind"]
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        agent = Agent(h.services, request)
+        outcome = agent.run()
+        assert not [s for s in statements if re.search(r"\bFROM bots\b", s)]
+        del statements[:]
+        with transaction(factory) as db:
+            found = agent.reply_rows(db)
+            assert found is not None
+            stored = agent.finish(db, found[0], outcome, found[1])
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert stored.outbox_id is not None
+    assert len([s for s in statements if s.startswith("UPDATE sessions")]) == 1
+    reads = [s for s in statements if s.startswith("SELECT")]
+    assert not [s for s in reads if re.search(r"\bFROM messages\b", s)]
+    assert len([s for s in reads if re.search(r"\bFROM sessions\b", s)]) == 1
+    assert h.outbox(stored.outbox_id).text == "hello Ann"
+    assert h.session().last_prompt_tokens == 1_234
 
 
 def test_a_turn_answered_twice_keeps_the_first_reply(factory):
