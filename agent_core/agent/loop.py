@@ -484,14 +484,22 @@ class Agent:
         reply neither waits for that compaction nor reads everything it is folding into a
         summary: it sends what the compaction will leave (:mod:`agent_core.context.interim`).
         """
-        transcript = loop.view.transcript
         loop.interim_tokens = None
         if (
             not self._services.compression.enabled
             or self._size(loop).tokens < engine.threshold_tokens
-            or not lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
         ):
-            return transcript.messages
+            return loop.view.transcript.messages
+        if not lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION):
+            # A compaction that was running when preflight looked may have committed since:
+            # send what it left, never the transcript read before it.
+            before = loop.view.state
+            self._reload(loop)
+            if loop.view.state != before:
+                loop.system_prompt = loop.view.system_prompt or loop.system_prompt
+                engine.on_session_start(loop.view.state)
+            return loop.view.transcript.messages
+        transcript = loop.view.transcript
         keep = interim_transcript(
             transcript.messages,
             transcript.token_counts,
