@@ -135,11 +135,13 @@ def test_worker_continues_the_message_trace_even_when_the_doorbell_is_lost(
     with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
         # No worker yet: the doorbell waits in Redis, and is lost with the queue.
         lost = post_accepted(client, "c1", f"first {SECRET_WORD}").json()
-        assert redis.Redis.from_url(redis_url).delete(QUEUE) == 1
+        broker = redis.Redis.from_url(redis_url)
+        wait_until(lambda: broker.llen(QUEUE) == 1, timeout=60, what="the doorbell in Redis")
+        assert broker.delete(QUEUE) == 1
         processes.append(start_worker(worker_env))
-        wait_replies(client, "c1", 1, timeout=40)  # rung by the worker's sweeper
+        wait_replies(client, "c1", 1, timeout=120)  # rung by the worker's sweeper
         rung = post_accepted(client, "c1", f"second {SECRET_WORD}").json()
-        wait_replies(client, "c1", 2, timeout=40)
+        wait_replies(client, "c1", 2, timeout=120)
     session_id = _inbound_for(local_spans.seen(), lost).attributes["hubbub.session_id"]
     # A compaction asked for from a traced span crosses the broker in the task's headers.
     with tracing.span("test.ask", root=True):
