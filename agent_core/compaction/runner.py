@@ -223,17 +223,7 @@ class Compactor:
         With tracing on, each attempt is the root span of a trace of its own, linked to the
         turn it runs in (the current span) and to ``link``.
         """
-        if not tracing.enabled():
-            return self._run(
-                session_id,
-                trigger,
-                user_id,
-                up_to_anchor,
-                focus_topic,
-                wait_seconds,
-                tools,
-                overhead_tokens,
-            )
+        # Tracing off, the span is a shared no-op and its attributes cost a small dict.
         with tracing.span(
             "hubbub.compaction", root=True, links=(tracing.traceparent(), link)
         ) as span:
