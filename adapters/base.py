@@ -18,6 +18,7 @@ attempt neither loses nor repeats a chunk.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -226,6 +227,10 @@ class Deliverer(ABC):
         await self.shutdown()
 
 
+RETRY_LATER_SECONDS = 5
+"""What a 503 tells a platform (or the page) to wait before it retries."""
+
+
 @dataclass(frozen=True, slots=True)
 class WebhookResponse:
     """What the gateway answers the platform."""
@@ -233,6 +238,17 @@ class WebhookResponse:
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+    retry_after: int | None = None
+    """Seconds after which a retry may succeed (sent as ``Retry-After``)."""
+
+    @classmethod
+    def unavailable(cls, error: str) -> WebhookResponse:
+        """A 503 that tells the platform when to retry: nothing was stored."""
+        return cls(
+            status=503,
+            body=json.dumps({"error": error}).encode(),
+            retry_after=RETRY_LATER_SECONDS,
+        )
 
 
 class WebhookHandler(ABC):

@@ -13,12 +13,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from adapters.base import WebhookVerificationError
+from adapters.base import RETRY_LATER_SECONDS, WebhookVerificationError
 from agent_core.errors import InvalidInput, MessageTooLong, UnknownConversation
 
 log = logging.getLogger(__name__)
 
-RETRY_AFTER_SECONDS = 5
 """What a client is told to wait while the database is unreachable."""
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)
 """The database cannot be reached (down, restarting, pool exhausted): retrying later helps."""
@@ -91,7 +90,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"error": "the database is unavailable; nothing was stored, retry shortly"},
             status_code=503,
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            headers={"Retry-After": str(RETRY_LATER_SECONDS)},
         )
 
     for error in DATABASE_UNAVAILABLE:

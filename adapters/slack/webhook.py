@@ -135,5 +135,5 @@ class SlackWebhookHandler(WebhookHandler):
                 await self.receiver.identity.get()
             except IdentityUnavailable as exc:
                 log.warning("slack request refused for now: %s", exc)
-                return _json(503, {"error": "the bot's identity is not known yet; retry"})
+                return WebhookResponse.unavailable("the bot's identity is not known yet; retry")
         return _to_webhook_response(await self.receiver.app.async_dispatch(request))

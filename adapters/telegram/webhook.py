@@ -102,7 +102,7 @@ class TelegramWebhook(WebhookHandler):
                 "Telegram update not stored; Telegram will retry",
                 extra={"bot": self.config.bot_name, "update_id": update.update_id},
             )
-            return _answer(503, "temporarily unable to accept updates")
+            return WebhookResponse.unavailable("temporarily unable to accept updates")
         return _OK
 
     def _verify(self, headers: Mapping[str, str]) -> None:

@@ -16,8 +16,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import litellm
-
 from agent_core.config import ModelPrice
 from agent_core.llm.model import Usage
 
@@ -36,6 +34,10 @@ class Cost:
 
 
 def _litellm_price(model: str) -> Price | None:
+    # Imported here: litellm takes seconds to import, and the CLI commands that only read
+    # budgets (``hubbub budgets``, ``hubbub usage``) should not pay for it.
+    import litellm
+
     try:
         info = litellm.get_model_info(model)
     except Exception:  # litellm raises a bare Exception subclass for unmapped models

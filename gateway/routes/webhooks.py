@@ -20,4 +20,10 @@ async def receive(platform: str, bot_id: str, request: Request) -> Response:
         return JSONResponse({"error": f"no {platform} bot {bot_id!r} here"}, status_code=404)
     headers = {k.lower(): v for k, v in request.headers.items()}
     result = await handler.handle(headers, await request.body())
-    return Response(content=result.body, status_code=result.status, media_type=result.content_type)
+    retry = {"Retry-After": str(result.retry_after)} if result.retry_after is not None else None
+    return Response(
+        content=result.body,
+        status_code=result.status,
+        media_type=result.content_type,
+        headers=retry,
+    )

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from adapters.base import BotConfig, WebhookVerificationError
+from adapters.base import RETRY_LATER_SECONDS, BotConfig, WebhookVerificationError
 from adapters.messages import InboundMessage
 from adapters.slack import (
     SlackSocketModeListener,
@@ -338,7 +338,7 @@ class TestIdentity:
         await handler.initialize()  # logs, does not raise
         fake_slack.fail_next("auth.test", SlackFailure.api_error("service_unavailable"))
         response = await handler.handle(*signed_json(load_payload("app_mention")))
-        assert response.status == 503
+        assert (response.status, response.retry_after) == (503, RETRY_LATER_SECONDS)
         assert sink.messages == []
         response = await handler.handle(*signed_json(load_payload("app_mention"), retry=1))
         assert response.status == 200

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from telegram.error import BadRequest, Conflict, InvalidToken
 
-from adapters.base import BotConfig, DeliveryError, WebhookVerificationError
+from adapters.base import RETRY_LATER_SECONDS, BotConfig, DeliveryError, WebhookVerificationError
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
 from adapters.telegram import TelegramDeliverer, create_webhook
 from adapters.telegram import inbound as inbound_module
@@ -375,7 +375,8 @@ class TestWebhook:
         handler, recorder = webhook
         recorder.failures = 1
         with caplog.at_level(logging.ERROR):
-            assert (await post(handler, payload("private_text"))).status == 503
+            refused = await post(handler, payload("private_text"))
+        assert (refused.status, refused.retry_after) == (503, RETRY_LATER_SECONDS)
         assert "Telegram will retry" in caplog.text
         assert (await post(handler, payload("private_text"))).status == 200
         assert len(recorder.items) == 1
