@@ -2,8 +2,8 @@
 
 Each platform package has a :class:`MediaFetcher` (``create_media_fetcher`` in
 :mod:`adapters.registry`); all of them read the download through :func:`read_capped`, so
-an oversized file costs at most ``max_bytes + 1`` bytes of memory and bandwidth whatever
-the platform claimed about its size.
+an oversized file costs at most ``max_bytes`` plus one read chunk (64 KB) of memory and
+bandwidth, whatever the platform claimed about its size.
 
 Errors::
 
