@@ -313,6 +313,9 @@ class Settings(BaseSettings):
     """An image larger than this is not included; the model is told one was sent."""
     image_fetch_timeout_seconds: float = Field(DEFAULT_IMAGE_FETCH_TIMEOUT_SECONDS, gt=0)
     """How long the worker waits on the platform for one image before going on without it."""
+    vision_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Models that read images although litellm's model map does not say so (``ollama/llava``,
+    a self-hosted server's names); the others are judged by ``litellm.supports_vision``."""
 
     persona: str = DEFAULT_PERSONA
     instructions: str | None = None
@@ -418,7 +421,9 @@ class Settings(BaseSettings):
             return "postgresql://" + value.removeprefix(POSTGRES_SHORT_SCHEME)
         return value
 
-    @field_validator("allow_users", "allow_chats", "context_files", "tools", mode="before")
+    @field_validator(
+        "allow_users", "allow_chats", "context_files", "tools", "vision_models", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

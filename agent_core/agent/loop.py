@@ -47,7 +47,6 @@ from agent_core.db.models import ChatSession, Message
 from agent_core.errors import ConfigError, ContextOverflow, ProviderError
 from agent_core.llm.model import ChatModel, ChatResult, Usage
 from agent_core.llm.models import ModelSet
-from agent_core.llm.vision import supports_vision
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.prompt.service import restore_or_build
 from agent_core.sessions import lock
@@ -221,7 +220,7 @@ class Agent:
     def _begin(self, model: ChatModel) -> _Loop | None:
         """Restore the frozen prompt, read the transcript, assemble the tools and the engine."""
         services, request = self._services, self.request
-        self._vision = supports_vision(model.name)
+        self._vision = services.models.sees_images(model.name)
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
             found = SessionRepository.from_session(db).turn_start(
