@@ -48,6 +48,9 @@ class BotConfig:
     answer_bots: bool = False
     allow_users: frozenset[str] = frozenset()
     allow_chats: frozenset[str] = frozenset()
+    image_max_bytes: int | None = None
+    """The largest image the deployment takes (``HUBBUB_IMAGE_MAX_BYTES``): where a platform
+    offers several sizes of a photo, the largest one under it is chosen."""
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
     """Platform-specific secrets and options (signing secret, app token, webhook secret)."""
 

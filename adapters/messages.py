@@ -17,6 +17,31 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+class InboundImage(BaseModel):
+    """An image a message carries, as the platform describes it (nothing fetched yet).
+
+    Sizes, dimensions and the content type are the platform's claims: the worker fetches
+    the bytes through the platform API and checks them itself.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ref: str
+    """What the platform API fetches it by: a Telegram ``file_id``, a Discord attachment
+    URL, a Slack ``url_private``."""
+    filename: str = "image"
+    size: int | None = None
+    """Bytes, when the platform says."""
+    width: int | None = None
+    height: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Strings the database can hold (a file name is user input too)."""
+        return storable(data) if isinstance(data, dict) else data
+
+
 class InboundMessage(BaseModel):
     """Something a person (or another bot) said to, or near, one of our bots."""
 
@@ -46,6 +71,8 @@ class InboundMessage(BaseModel):
     event: EventKind = "message"
     received_at: datetime = Field(default_factory=_now)
     meta: dict[str, Any] = Field(default_factory=dict)
+    images: tuple[InboundImage, ...] = ()
+    """Photos and image files attached to the message; ``text`` is their caption."""
 
     @model_validator(mode="before")
     @classmethod

@@ -3,7 +3,8 @@
 Each platform package exports a deliverer class and two factories:
 ``create_listener(config, sink) -> Listener | None`` (a long-lived connection, when the
 bot's configuration calls for one) and ``create_webhook(config, sink) -> WebhookHandler |
-None`` (when the platform pushes events over HTTP).
+None`` (when the platform pushes events over HTTP). Platforms people send images on have
+a ``media`` module with their :class:`~adapters.media.MediaFetcher`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 from typing import Any
 
 from adapters.base import BotConfig, Deliverer, InboundSink, Listener, WebhookHandler
+from adapters.media import MediaFetcher
 
 _PACKAGES: dict[str, str] = {
     "webchat": "adapters.webchat",
@@ -43,6 +45,24 @@ def create_deliverer(config: BotConfig) -> Deliverer:
     deliverer = getattr(_module(config.platform), _DELIVERERS[config.platform])(config)
     assert isinstance(deliverer, Deliverer)
     return deliverer
+
+
+_MEDIA_FETCHERS: dict[str, tuple[str, str]] = {
+    "telegram": ("adapters.telegram.media", "TelegramMediaFetcher"),
+    "discord": ("adapters.discord.media", "DiscordMediaFetcher"),
+    "slack": ("adapters.slack.media", "SlackMediaFetcher"),
+}
+
+
+def create_media_fetcher(config: BotConfig, *, timeout: float) -> MediaFetcher | None:
+    """The bot's image fetcher, or ``None`` when its platform sends no images (web chat)."""
+    found = _MEDIA_FETCHERS.get(config.platform)
+    if found is None:
+        return None
+    module, name = found
+    fetcher = getattr(importlib.import_module(module), name)(config, timeout=timeout)
+    assert isinstance(fetcher, MediaFetcher)
+    return fetcher
 
 
 def create_listener(config: BotConfig, sink: InboundSink) -> Listener | None:

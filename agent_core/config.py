@@ -111,6 +111,12 @@ DEFAULT_WEBCHAT_COOKIE_DAYS = 365
 DEFAULT_CONSOLE_SESSION_HOURS = 8
 """A working day: a console sign-in lasts this long, then the key is asked again."""
 
+# Images (issue 13 §4) ---------------------------------------------------------------------
+DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024
+"""Larger images are not fetched whole (providers refuse bigger ones: OpenAI 20 MB,
+Anthropic 5 MB per image); the message says the image could not be included."""
+DEFAULT_IMAGE_FETCH_TIMEOUT_SECONDS = 20.0
+
 
 @dataclass(frozen=True, slots=True)
 class CompressionSettings:
@@ -302,6 +308,15 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
     """Larger request bodies get a 413 before they are read (webhooks before verification)."""
 
+    # Images (issue 13 §4)
+    image_max_bytes: int = Field(DEFAULT_IMAGE_MAX_BYTES, gt=0)
+    """An image larger than this is not included; the model is told one was sent."""
+    image_fetch_timeout_seconds: float = Field(DEFAULT_IMAGE_FETCH_TIMEOUT_SECONDS, gt=0)
+    """How long the worker waits on the platform for one image before going on without it."""
+    vision_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Models that read images although litellm's model map does not say so (``ollama/llava``,
+    a self-hosted server's names); the others are judged by ``litellm.supports_vision``."""
+
     persona: str = DEFAULT_PERSONA
     instructions: str | None = None
     """Operator-supplied instructions for the prompt's context layer."""
@@ -406,7 +421,9 @@ class Settings(BaseSettings):
             return "postgresql://" + value.removeprefix(POSTGRES_SHORT_SCHEME)
         return value
 
-    @field_validator("allow_users", "allow_chats", "context_files", "tools", mode="before")
+    @field_validator(
+        "allow_users", "allow_chats", "context_files", "tools", "vision_models", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

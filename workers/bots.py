@@ -50,6 +50,7 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
         "allow_users": frozenset(settings.allow_users),
         "allow_chats": frozenset(settings.allow_chats),
         "answer_bots": settings.answer_bots,
+        "image_max_bytes": settings.image_max_bytes,
     }
     if platform == "webchat":
         return BotConfig(**common)
@@ -160,6 +161,7 @@ class BotDirectory:
                 bot.trigger_mode, tenant, self._settings.trigger_mode
             ),
             answer_bots=bot.answer_bots,
+            image_max_bytes=self._settings.image_max_bytes,
             allow_users=frozenset(options.pop("allow_users", None) or tenant.allow_users or ()),
             allow_chats=frozenset(options.pop("allow_chats", None) or tenant.allow_chats or ()),
             extra={**options, **secrets},

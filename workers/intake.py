@@ -19,6 +19,7 @@ from agent_core.commands import is_command
 from agent_core.compaction.triggers import BackgroundRing
 from agent_core.db.engine import transaction
 from agent_core.errors import InvalidInput, MessageTooLong
+from agent_core.media.repository import ImageReference
 from agent_core.sessions.service import (
     Conversation,
     IncomingMessage,
@@ -62,14 +63,16 @@ def should_trigger(inbound: InboundMessage, *, trigger_mode: str, answer_bots: b
     return trigger_mode == "mention" and inbound.addressed
 
 
-def validate_text(text: str, max_chars: int) -> None:
+def validate_text(text: str, max_chars: int, *, has_images: bool = False) -> None:
     """Refuse empty and oversized messages with a message a user understands.
 
+    An image without a caption is a message of its own, not an empty one.
+
     Raises:
-        InvalidInput: the text is blank.
+        InvalidInput: the text is blank and there is no image.
         MessageTooLong: the text is longer than ``max_chars``.
     """
-    if not text.strip():
+    if not text.strip() and not has_images:
         raise InvalidInput("message text is empty")
     if len(text) > max_chars:
         raise MessageTooLong(len(text), max_chars)
@@ -133,7 +136,11 @@ class Intake:
 
     def _accept(self, inbound: InboundMessage) -> Accepted | None:
         if inbound.event != "delete":
-            validate_text(inbound.text, self._max_chars)
+            validate_text(
+                inbound.text,
+                self._max_chars,
+                has_images=inbound.event == "message" and bool(inbound.images),
+            )
         bot = self._bots.resolve(inbound.tenant_id, inbound.platform, inbound.bot_name)
         if bot is None or not self._allowed(bot, inbound):
             metrics.INBOUND.labels(inbound.platform, "ignored").inc()
@@ -241,6 +248,9 @@ class Intake:
             is_command=command is not None,
             reply_to_platform_id=inbound.reply_to_message_id,
             meta=meta,
+            images=tuple(
+                ImageReference(i.ref, i.filename, i.width, i.height) for i in inbound.images
+            ),
         )
 
     def _apply_change(self, bot: BotRecord, inbound: InboundMessage) -> Accepted | None:

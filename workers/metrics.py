@@ -54,6 +54,12 @@ DELIVERIES = Counter(
     "Reply delivery attempts, by platform and outcome (sent, retry, failed, unknown).",
     ["platform", "outcome"],
 )
+MEDIA = Counter(
+    "hubbub_images_total",
+    "Images people sent, by what became of them (stored, refused: too large, not an "
+    "image, unavailable).",
+    ["outcome"],
+)
 UNSETTLED_SENDS = Counter(
     "hubbub_delivery_unsettled_total",
     "Sends that may or may not have reached the platform, by platform and what became of "

@@ -33,6 +33,7 @@ from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
 from workers.inbound_limits import InboundLimiter
 from workers.intake import Intake
+from workers.media import MediaFetchStep
 from workers.sweeper import IdleCompaction
 from workers.turns import TurnRunner
 
@@ -124,7 +125,15 @@ class Runtime:
             max_iterations=settings.agent_max_iterations,
             usage=self.usage,
         )
-        self.turns = TurnRunner(settings, self.agents, self.delivery, stopping=self.stopping)
+        self.media = MediaFetchStep(
+            self.factory,
+            self.bots,
+            max_bytes=settings.image_max_bytes,
+            timeout=settings.image_fetch_timeout_seconds,
+        )
+        self.turns = TurnRunner(
+            settings, self.agents, self.delivery, stopping=self.stopping, media=self.media
+        )
         self.dispatcher = dispatcher_factory(self)
         self.turns.dispatcher = self.dispatcher
         self.intake = Intake(
@@ -143,5 +152,6 @@ class Runtime:
         """Release connections and clients."""
         self.stopping.set()
         self.delivery.close()
+        self.media.close()
         self.tools.close()
         self.engine.dispose()

@@ -34,6 +34,7 @@ from agent_core.tenancy.settings import TenantDefaults
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.media import MediaFetchStep
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,11 @@ class TurnRunner:
         delivery: DeliveryService,
         *,
         stopping: threading.Event,
+        media: MediaFetchStep | None = None,
     ) -> None:
         self._settings = settings
         self._services = services
+        self._media = media
         self._factory: sessionmaker[Session] = services.factory
         self._delivery = delivery
         self._stopping = stopping
@@ -214,6 +217,8 @@ class TurnRunner:
         if request is not None and command is not None:
             outbox_id = self._compress_command(request, command)
         elif request is not None:
+            if self._media is not None:
+                self._media.fetch_pending(request.session_id, up_to_anchor=request.anchor_seq)
             outbox_id, outcome = self._answer(request)
             llm_seconds = outcome.llm_seconds if outcome is not None else 0.0
         if outbox_id is not None:

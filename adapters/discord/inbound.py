@@ -15,7 +15,7 @@ import discord
 
 from adapters.base import BotConfig
 from adapters.commands import parse_command
-from adapters.messages import ChatType, EventKind, InboundMessage
+from adapters.messages import ChatType, EventKind, InboundImage, InboundMessage
 
 PLATFORM = "discord"
 CONVERSATION_TYPES = frozenset(
@@ -106,10 +106,37 @@ def replies_to_bot(message: discord.Message, me: Me) -> bool:
     return reference.message_id in me.own_message_ids
 
 
+def is_image(attachment: discord.Attachment) -> bool:
+    """Whether Discord says the attachment is an image (the bytes are checked when fetched)."""
+    return (attachment.content_type or "").startswith("image/")
+
+
+def message_images(message: discord.Message) -> tuple[InboundImage, ...]:
+    """The message's image attachments, fetched later from their URLs."""
+    return tuple(
+        InboundImage(
+            ref=attachment.url,
+            filename=attachment.filename,
+            size=attachment.size,
+            width=attachment.width,
+            height=attachment.height,
+        )
+        for attachment in message.attachments
+        if is_image(attachment)
+    )
+
+
 def message_text(message: discord.Message) -> str:
-    """What the person said: mentions shown by name, attachments and stickers named."""
+    """What the person said: mentions shown by name, other attachments and stickers named.
+
+    Image attachments travel as images (:func:`message_images`), not as names.
+    """
     parts = [message.clean_content] if message.content.strip() else []
-    parts += [f"[attachment: {attachment.filename}]" for attachment in message.attachments]
+    parts += [
+        f"[attachment: {attachment.filename}]"
+        for attachment in message.attachments
+        if not is_image(attachment)
+    ]
     parts += [f"[sticker: {sticker.name}]" for sticker in message.stickers]
     return "\n".join(parts)
 
@@ -140,7 +167,8 @@ def to_inbound(
     if message.author.id == me.user_id or message.type not in CONVERSATION_TYPES:
         return None
     text = message_text(message)
-    if not text.strip():
+    images = message_images(message) if event == "message" else ()
+    if not text.strip() and not images:
         return None
     command = command_of(message, me)
     reference = message.reference
@@ -165,6 +193,7 @@ def to_inbound(
         reply_to_message_id=reply_to,
         event=event,
         meta=_meta(location, message.channel.id),
+        images=images,
     )
 
 

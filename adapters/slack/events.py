@@ -18,7 +18,7 @@ from typing import Any
 
 from adapters.base import BotConfig
 from adapters.commands import parse_command
-from adapters.messages import ChatType, InboundMessage
+from adapters.messages import ChatType, InboundImage, InboundMessage
 from adapters.slack.identity import BotIdentity
 from adapters.slack.ids import command_key, message_key
 from adapters.slack.text import mentioned_users, mentions, strip_leading_mention, to_plain
@@ -67,9 +67,33 @@ def _with_extras(text: str, event: Event) -> str:
             if isinstance(extra, str) and extra.strip() and extra.strip() != text.strip():
                 lines.append(to_plain(extra.strip()))
     for file in event.get("files") or []:
-        if isinstance(file, dict):
+        if isinstance(file, dict) and _image_of(file) is None:
             lines.append(f"[file: {file.get('name') or file.get('title') or 'file'}]")
     return "\n".join(lines)
+
+
+def _image_of(file: Mapping[str, Any]) -> InboundImage | None:
+    """A shared file as an image to fetch (from ``url_private``, with the bot token)."""
+    url = file.get("url_private")
+    if not str(file.get("mimetype") or "").startswith("image/") or not isinstance(url, str):
+        return None
+    return InboundImage(
+        ref=url,
+        filename=str(file.get("name") or file.get("title") or "image"),
+        size=_int(file.get("size")),
+        width=_int(file.get("original_w")),
+        height=_int(file.get("original_h")),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def images_of(event: Event) -> tuple[InboundImage, ...]:
+    """The image files shared with a message; other files are named in its text."""
+    found = (_image_of(f) for f in event.get("files") or [] if isinstance(f, Mapping))
+    return tuple(image for image in found if image is not None)
 
 
 def _command(text: str) -> tuple[str | None, str]:
@@ -160,6 +184,7 @@ class EventNormaliser:
             command=command,
             command_args=args,
             reply_to_message_id=message_key(channel, thread_id) if thread_id else None,
+            images=images_of(event),
         )
 
     async def _sender(self, event: Event, user: str | None, bot_id: str | None) -> SlackUser | None:

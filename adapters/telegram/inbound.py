@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from telegram import Chat, Message, MessageEntity, Update, User
+from telegram import Chat, Message, MessageEntity, PhotoSize, Update, User
 
 from adapters.base import BotConfig
 from adapters.commands import parse_command
-from adapters.messages import ChatType, EventKind, InboundMessage
+from adapters.messages import ChatType, EventKind, InboundImage, InboundMessage
 from adapters.telegram.ids import compose_message_id
 from adapters.telegram.options import PLATFORM
 
@@ -28,6 +28,8 @@ COMMAND_ALIASES = {"start": "help"}
 _GROUP_TYPES = (Chat.GROUP, Chat.SUPERGROUP)
 _MENTIONS: list[str | None] = [MessageEntity.MENTION, MessageEntity.TEXT_MENTION]
 _LINKS: list[str | None] = [MessageEntity.TEXT_LINK]
+PHOTO_NAME = "photo.jpg"
+"""Telegram photos have no file name; they are always JPEG."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,9 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
     """The message an update carries, or ``None`` when it carries nothing for Hubbub.
 
     Ignored: update kinds other than new and edited messages, channels, messages without
-    text or caption (stickers, photos without caption, service messages), and the bot's
-    own messages.
+    text, caption or image (stickers, service messages), and the bot's own messages. A
+    photo (the largest size under the image cap) or an image sent as a file is carried
+    as an :class:`InboundImage`; its caption is the text.
     """
     if update.message is not None:
         message, event = update.message, "message"
@@ -60,7 +63,8 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
     if chat.type not in (Chat.PRIVATE, *_GROUP_TYPES):
         return None
     text, entities = _text(message)
-    if not text.strip():
+    images = _images(message, config.image_max_bytes) if event == "message" else ()
+    if not text.strip() and not images:
         return None
     shown = _with_link_targets(text, _links(message))
     sender_id, sender_name, sender_is_bot = _sender(message)
@@ -99,7 +103,46 @@ def to_inbound(update: Update, bot: BotIdentity, config: BotConfig) -> InboundMe
         ),
         event=kind,
         meta={"update_id": update.update_id},
+        images=images,
     )
+
+
+def _images(message: Message, max_bytes: int | None) -> tuple[InboundImage, ...]:
+    """The photo or image file ``message`` carries (Telegram sends at most one per message)."""
+    if message.photo:
+        size = _photo_size(message.photo, max_bytes)
+        return (
+            InboundImage(
+                ref=size.file_id,
+                filename=PHOTO_NAME,
+                size=size.file_size,
+                width=size.width,
+                height=size.height,
+            ),
+        )
+    document = message.document
+    if document is not None and (document.mime_type or "").startswith("image/"):
+        return (
+            InboundImage(
+                ref=document.file_id,
+                filename=document.file_name or "image",
+                size=document.file_size,
+            ),
+        )
+    return ()
+
+
+def _photo_size(sizes: tuple[PhotoSize, ...], max_bytes: int | None) -> PhotoSize:
+    """The largest of a photo's sizes under the cap; the largest of all when none is.
+
+    Telegram sends each photo in several sizes (thumbnail to original). A size without
+    ``file_size`` counts as fitting; one too large for every cap is refused when fetched.
+    """
+    by_area = sorted(sizes, key=lambda s: s.width * s.height)
+    fitting = [
+        s for s in by_area if max_bytes is None or s.file_size is None or s.file_size <= max_bytes
+    ]
+    return (fitting or by_area)[-1]
 
 
 def _text(message: Message) -> tuple[str, dict[MessageEntity, str]]:

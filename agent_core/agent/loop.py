@@ -167,6 +167,8 @@ class Agent:
         self._engine: ContextEngine | None = None
         self._loop: _Loop | None = None
         self._started: tuple[Message, ChatSession] | None = None
+        self._vision = False
+        """The turn's model reads images: its transcript carries the latest ones."""
 
     # -- the loop -------------------------------------------------------------------
 
@@ -218,6 +220,7 @@ class Agent:
     def _begin(self, model: ChatModel) -> _Loop | None:
         """Restore the frozen prompt, read the transcript, assemble the tools and the engine."""
         services, request = self._services, self.request
+        self._vision = services.models.sees_images(model.name)
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
             found = SessionRepository.from_session(db).turn_start(
@@ -245,7 +248,11 @@ class Agent:
                 load_memory=lambda: services.prompts.memory(db, chat_session),
             )
             view = load_view(
-                db, request.session_id, services.counter, up_to_anchor=request.anchor_seq
+                db,
+                request.session_id,
+                services.counter,
+                up_to_anchor=request.anchor_seq,
+                vision=self._vision,
             )
             rounds = SessionRepository.from_session(db).tool_rounds(
                 request.session_id, request.anchor_seq
@@ -400,7 +407,11 @@ class Agent:
         services = self._services
         with transaction(services.factory, durable=False) as db:
             view = load_view(
-                db, self.request.session_id, services.counter, up_to_anchor=self.request.anchor_seq
+                db,
+                self.request.session_id,
+                services.counter,
+                up_to_anchor=self.request.anchor_seq,
+                vision=self._vision,
             )
         if view is None:
             return

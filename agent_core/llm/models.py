@@ -9,6 +9,7 @@ from agent_core import tracing
 from agent_core.config import Settings
 from agent_core.llm.litellm_model import LiteLLMModel
 from agent_core.llm.model import ChatModel
+from agent_core.llm.vision import supports_vision
 from agent_core.llm.wrapper import TracedModel
 
 ModelFactory = Callable[[], ChatModel]
@@ -41,6 +42,10 @@ class ModelSet:
             ConfigError: no model is configured.
         """
         return _traced(self._main())
+
+    def sees_images(self, model: str) -> bool:
+        """Whether ``model`` reads image parts (``HUBBUB_VISION_MODELS``, else litellm's map)."""
+        return model in self._settings.vision_models or supports_vision(model)
 
     def summary(self) -> ChatModel | None:
         """The summary model, when one other than the main model is configured."""

@@ -24,6 +24,12 @@ from agent_core.db.models import (
 )
 from agent_core.db.tables import MESSAGES, OUTBOX
 from agent_core.llm.model import Usage
+from agent_core.media.repository import (
+    MEDIA_META_KEY,
+    ImageReference,
+    MediaRepository,
+    new_media_ids,
+)
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.transcript import group_line
 from agent_core.tokens import TokenCounter
@@ -67,6 +73,8 @@ class IncomingMessage:
     is_command: bool = False
     reply_to_platform_id: str | None = None
     meta: dict[str, Any] | None = None
+    images: tuple[ImageReference, ...] = ()
+    """Recorded as ``media`` rows (fetched later by the worker); the message names their ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +167,11 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         session_id, active_tokens=tokens if chat else 0, active_messages=int(chat)
     )
     seq = allocation.seq
+    meta = dict(incoming.meta or {})
+    images = incoming.images if chat else ()
+    media_ids = new_media_ids(len(images))
+    if media_ids:
+        meta[MEDIA_META_KEY] = media_ids
     message_id = _insert_message(
         db,
         session_id=session_id,
@@ -175,8 +188,16 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         turn_state=TurnState.PENDING if incoming.triggers else TurnState.NONE,
         token_count=tokens,
         token_encoding=counter.encoding_name,
-        meta=incoming.meta or {},
+        meta=meta,
     )
+    if media_ids:
+        MediaRepository.from_session(db).add_pending(
+            ids=media_ids,
+            images=images,
+            tenant_id=conversation.tenant_id,
+            session_id=session_id,
+            message_id=message_id,
+        )
     return RecordResult(
         int(message_id),
         session_id,

@@ -14,6 +14,8 @@ from agent_core.compaction.service import (
 )
 from agent_core.context import EngineState
 from agent_core.db.models import ChatSession
+from agent_core.media.parts import with_images
+from agent_core.media.repository import MediaRepository
 from agent_core.sessions.repository import SessionRepository
 from agent_core.tokens import TokenCounter
 
@@ -32,7 +34,12 @@ class SessionView:
 
 
 def load_view(
-    db: Session, session_id: str, counter: TokenCounter, *, up_to_anchor: int | None
+    db: Session,
+    session_id: str,
+    counter: TokenCounter,
+    *,
+    up_to_anchor: int | None,
+    vision: bool = False,
 ) -> SessionView | None:
     """The session's transcript with what compaction and the turn need around it.
 
@@ -41,6 +48,8 @@ def load_view(
         session_id: the session.
         counter: counts the summary message (stored messages carry their counts).
         up_to_anchor: only what a turn sees (messages at or before its own).
+        vision: the model reads images: the latest user message with images carries
+            them as image parts; otherwise every image is a note in the text.
     """
     # db.get: within a turn the session is already loaded, so this costs no query.
     chat_session = db.get(ChatSession, session_id)
@@ -48,9 +57,31 @@ def load_view(
         return None
     rows = SessionRepository.from_session(db).context_rows(session_id, up_to_anchor=up_to_anchor)
     return SessionView(
-        transcript=build_transcript(rows, chat_session, counter),
+        transcript=_with_media(
+            db, build_transcript(rows, chat_session, counter), session_id, counter, vision=vision
+        ),
         state=engine_state(chat_session),
         summary_version=chat_session.summary_version,
         system_prompt=chat_session.system_prompt,
         calibration=token_calibration(chat_session),
     )
+
+
+def _with_media(
+    db: Session, transcript: Transcript, session_id: str, counter: TokenCounter, *, vision: bool
+) -> Transcript:
+    """``transcript`` with the images its messages carried (see :mod:`agent_core.media.parts`)."""
+    media = MediaRepository.from_session(db)
+    infos = media.infos(session_id, transcript.ids)
+    if not infos:
+        return transcript
+    messages, counts = with_images(
+        transcript.messages,
+        transcript.ids,
+        transcript.token_counts,
+        infos,
+        vision=vision,
+        load_blobs=media.blobs,
+        counter=counter,
+    )
+    return Transcript(messages, transcript.ids, counts)

@@ -6,6 +6,7 @@ from agent_core.db.models.bot import Bot
 from agent_core.db.models.compaction import Compaction
 from agent_core.db.models.lock import SessionLock
 from agent_core.db.models.mcp_server import TenantMcpServer
+from agent_core.db.models.media import Media, MediaBlob, MediaState
 from agent_core.db.models.memory import MemoryEntry, MemoryScope
 from agent_core.db.models.message import Message, MessageKind, TurnState
 from agent_core.db.models.outbox import OutboxEntry, OutboxState
@@ -23,6 +24,9 @@ __all__ = (
     "BudgetAlert",
     "ChatSession",
     "Compaction",
+    "Media",
+    "MediaBlob",
+    "MediaState",
     "MemoryEntry",
     "MemoryScope",
     "Message",

@@ -52,3 +52,10 @@ class TestValidateText:
 
     def test_at_the_limit_is_fine(self) -> None:
         validate_text("x" * 10, 10)
+
+    def test_an_image_without_caption_is_a_message(self) -> None:
+        validate_text("", 100, has_images=True)
+
+    def test_an_image_does_not_excuse_an_oversized_caption(self) -> None:
+        with pytest.raises(MessageTooLong):
+            validate_text("x" * 11, 10, has_images=True)

@@ -233,3 +233,48 @@ def test_recent_ids_forget_the_oldest() -> None:
         ids.add(value)
     assert 1 not in ids
     assert all(value in ids for value in (2, 3, 4))
+
+
+class TestImages:
+    @staticmethod
+    def with_image(content: str) -> dict[str, Any]:
+        payload = load_payload("message_create_attachment")
+        payload["content"] = content
+        payload["attachments"] = [
+            *payload["attachments"],
+            {
+                "id": "1311000000000009002",
+                "filename": "graph.png",
+                "size": 4096,
+                "url": "https://cdn.discordapp.com/attachments/1/3/graph.png?ex=1&is=2&hm=3",
+                "proxy_url": "https://media.discordapp.net/attachments/1/3/graph.png",
+                "content_type": "image/png",
+                "width": 800,
+                "height": 600,
+            },
+        ]
+        return payload
+
+    def test_image_attachments_travel_as_images_and_other_files_by_name(
+        self, parsed: Parsed
+    ) -> None:
+        inbound = converted(parsed, self.with_image("see the graph"))
+        assert inbound.text == "see the graph\n[attachment: error-log.txt]"
+        (image,) = inbound.images
+        assert image.ref.startswith("https://cdn.discordapp.com/attachments/1/3/graph.png?")
+        assert (image.filename, image.size, image.width, image.height) == (
+            "graph.png",
+            4096,
+            800,
+            600,
+        )
+
+    def test_an_image_alone_is_a_message(self, parsed: Parsed) -> None:
+        payload = self.with_image("")
+        payload["attachments"] = payload["attachments"][1:]
+        inbound = converted(parsed, payload)
+        assert (inbound.text, len(inbound.images)) == ("", 1)
+
+    def test_an_edit_carries_no_images(self, parsed: Parsed) -> None:
+        inbound = converted(parsed, self.with_image("see the graph"), event="edit")
+        assert inbound.images == ()

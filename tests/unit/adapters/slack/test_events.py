@@ -165,6 +165,36 @@ class TestMessages:
         inbound = await _event("message_file_share")
         assert inbound is not None
         assert inbound.text == "[file: deploy.log]"
+        assert inbound.images == ()
+
+    async def test_shared_images_travel_as_images_fetched_from_url_private(self) -> None:
+        normaliser, _ = _normaliser()
+        event = dict(load_payload("message_file_share")["event"])
+        url = "https://files.slack.com/files-pri/T0TEAM01-F0IMG01/graph.png"
+        event["files"] = [
+            *event["files"],
+            {
+                "id": "F0IMG01",
+                "name": "graph.png",
+                "mimetype": "image/png",
+                "size": 4096,
+                "original_w": 800,
+                "original_h": 600,
+                "url_private": url,
+            },
+            {"id": "F0HIDDEN", "mode": "hidden_by_limit", "mimetype": "image/png"},
+        ]
+        inbound = await normaliser.from_event(event, IDENTITY)
+        assert inbound is not None
+        (image,) = inbound.images
+        assert (image.ref, image.filename, image.size, image.width, image.height) == (
+            url,
+            "graph.png",
+            4096,
+            800,
+            600,
+        )
+        assert inbound.text == "[file: deploy.log]\n[file: file]", "a hidden file has no URL"
 
     @pytest.mark.parametrize("name", ["message_channel_join", "reaction_added"])
     async def test_other_events_are_ignored(self, name: str) -> None:

@@ -217,3 +217,39 @@ class TestIgnored:
     )
     def test_nothing_for_hubbub(self, name: str) -> None:
         assert parse(name) is None
+
+
+class TestImages:
+    def test_a_photo_without_caption_is_a_message_with_the_largest_size(self) -> None:
+        inbound = parsed("private_photo")
+        assert inbound.text == ""
+        (image,) = inbound.images
+        assert (image.ref, image.filename, image.width, image.height) == (
+            "photo-large",
+            "photo.jpg",
+            1280,
+            1280,
+        )
+
+    def test_the_largest_size_under_the_cap_is_chosen(self) -> None:
+        inbound = parse("private_photo", BotConfig(platform="telegram", image_max_bytes=100_000))
+        assert inbound is not None
+        assert [i.ref for i in inbound.images] == ["photo-medium"]
+
+    def test_when_no_size_fits_the_largest_goes_on_to_be_refused_at_fetch(self) -> None:
+        inbound = parse("private_photo", BotConfig(platform="telegram", image_max_bytes=10))
+        assert inbound is not None
+        assert [i.ref for i in inbound.images] == ["photo-large"]
+
+    def test_an_image_sent_as_a_file_keeps_its_name_and_caption(self) -> None:
+        inbound = parsed("private_image_document")
+        assert inbound.text == "the dashboard"
+        (image,) = inbound.images
+        assert (image.ref, image.filename, image.size) == ("doc-png", "dashboard.png", 5120)
+
+    def test_other_files_are_no_images(self) -> None:
+        assert parse("private_pdf_document") is None
+
+    def test_caption_and_photo_travel_together(self) -> None:
+        inbound = parsed("photo_caption")
+        assert [i.ref for i in inbound.images] == ["AgACAgQAAxkBAAI"]
