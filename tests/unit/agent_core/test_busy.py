@@ -15,6 +15,8 @@ from agent_core.busy import (
     interruption,
     plan_turns,
 )
+from agent_core.errors import InvalidInput
+from agent_core.tenancy.settings import TenantDefaults, check_busy_mode, effective_busy_mode
 
 T0 = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 
@@ -83,3 +85,24 @@ class TestInterruption:
 
     def test_other_commands_do_not_interrupt(self) -> None:
         assert interruption([command(5)], BusyMode.INTERRUPT) is None
+
+
+class TestEffectiveBusyMode:
+    def test_the_bot_s_own_mode_wins(self) -> None:
+        tenant = TenantDefaults(busy_mode="queue")
+        assert effective_busy_mode("interrupt", tenant, "collect") is BusyMode.INTERRUPT
+
+    def test_a_bot_without_one_inherits_its_tenant_s(self) -> None:
+        tenant = TenantDefaults(busy_mode="queue")
+        assert effective_busy_mode(None, tenant, "collect") is BusyMode.QUEUE
+
+    def test_then_the_deployment_s(self) -> None:
+        assert effective_busy_mode(None, TenantDefaults(), "steer") is BusyMode.STEER
+
+    def test_the_tenant_s_mode_survives_the_json_column(self) -> None:
+        stored = TenantDefaults(busy_mode="interrupt").to_json()
+        assert TenantDefaults.from_json(stored).busy_mode == "interrupt"
+
+    def test_an_unknown_mode_is_refused_with_the_choices(self) -> None:
+        with pytest.raises(InvalidInput, match="busy mode 'frantic' is unknown: use one of queue"):
+            check_busy_mode("frantic")
