@@ -2,7 +2,9 @@
 
 ``/help``, ``/new``, ``/usage``, ``/memory`` and ``/forget`` are answered here;
 ``/compress`` (alias ``/compact``) runs a compaction, so the turn runner handles it outside
-any database transaction.
+any database transaction. ``/stop`` stops the session's running turn at its next safe point
+(:mod:`agent_core.busy`); that turn's runner answers it with :data:`STOPPED_REPLY`, so the
+handler here only ever runs when nothing was running.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from agent_core.busy import STOP_COMMAND
 from agent_core.compaction.triggers import Lines
 from agent_core.context import ContextEngine
 from agent_core.db.models import ChatSession, MemoryScope, Message
@@ -148,6 +151,15 @@ def _forget(ctx: CommandContext) -> str:
     )
 
 
+STOPPED_REPLY = "Stopped. I dropped the reply I was writing."
+"""The answer to a ``/stop`` that stopped a running turn."""
+
+
+def _stop(_: CommandContext) -> str:
+    # Reached in turn order: any turn before this /stop has ended, none was stopped by it.
+    return "Nothing is running, so there is nothing to stop."
+
+
 COMPACTION_COMMANDS = frozenset({"compress", "compact"})
 """Commands that run a compaction (the turn runner runs them outside any transaction)."""
 
@@ -159,6 +171,7 @@ COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "forget": ("forget what I remember about you here; add text to forget only matches", _forget),
     "compress": ("summarise older turns now; add a topic to keep it in detail", None),
     "compact": ("the same as /compress", None),
+    STOP_COMMAND: ("stop the reply I am writing now", _stop),
 }
 
 

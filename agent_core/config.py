@@ -99,6 +99,7 @@ POSTGRES_SHORT_SCHEME = "postgres://"
 """What many Postgres hosts hand out; read as ``postgresql://`` (psycopg 3)."""
 
 TriggerMode = Literal["mention", "all", "commands"]
+BusyModeName = Literal["queue", "collect", "interrupt", "steer"]
 CacheTTL = Literal["5m", "1h"]
 TelegramMode = Literal["auto", "webhook", "polling"]
 WebchatMode = Literal["off", "local", "public"]
@@ -109,6 +110,11 @@ DEFAULT_INTERNAL_HOST = "127.0.0.1"
 DEFAULT_WEBCHAT_COOKIE_DAYS = 365
 """How long a public web chat browser keeps its conversations."""
 DEFAULT_CONSOLE_SESSION_HOURS = 8
+# Busy modes (agent_core.busy).
+DEFAULT_BUSY_MODE: BusyModeName = "collect"
+"""Group chats arrive in bursts ("hey", "the deploy failed", "on staging"): one answer to
+the burst, not one per line (OpenClaw's default queue mode is ``collect`` too)."""
+DEFAULT_COLLECT_WINDOW_SECONDS = 2.0
 """A working day: a console sign-in lasts this long, then the key is asked again."""
 
 # Images (issue 13 §4) ---------------------------------------------------------------------
@@ -393,6 +399,14 @@ class Settings(BaseSettings):
     model_costs: Path | None = None
     """A YAML or JSON file of USD per token for models litellm's price map does not know
     (``openai/my-model: {input: 0.0000005, output: 0.0000015}``)."""
+
+    # Busy modes and /stop (agent_core.busy).
+    busy_mode: BusyModeName = DEFAULT_BUSY_MODE
+    """What messages arriving during a running turn do, for bots (and tenants) without
+    their own: ``queue``, ``collect``, ``interrupt`` or ``steer``."""
+    collect_window_seconds: float = Field(DEFAULT_COLLECT_WINDOW_SECONDS, ge=0, le=60)
+    """``collect``: how long after the first of several quick messages the turn waits for
+    the rest before it answers them together."""
 
     rate_limit_user: str = DEFAULT_RATE_LIMIT_USER
     """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""

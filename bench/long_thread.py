@@ -1072,6 +1072,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "context_length": CONTEXT_LENGTH,
             "worker_metrics_port": 0,
             "log_level": "WARNING",
+            # Each question its own measured turn (the default collect mode would merge
+            # questions asked while a turn runs).
+            "busy_mode": "queue",
         }
         if args.quiet > 0:
             # The quiet hours before the morning, compressed: the sweeper compacts a session

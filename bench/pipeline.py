@@ -78,6 +78,9 @@ def _env(home: Path, llm_url: str, **extra: str) -> dict[str, str]:
         # its flood protection.
         "HUBBUB_RATE_LIMIT_USER": "off",
         "HUBBUB_RATE_LIMIT_CHAT": "off",
+        # One turn per message, started at once: the collect window (the default busy
+        # mode) would add itself to every measured turn.
+        "HUBBUB_BUSY_MODE": "queue",
         **extra,
     }
 

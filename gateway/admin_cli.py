@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core.busy import BUSY_MODES
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import (
@@ -21,7 +22,7 @@ from agent_core.db.engine import (
 )
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.repository import TenancyRepository
-from agent_core.tenancy.service import add_bot, add_tenant, remove_bot
+from agent_core.tenancy.service import add_bot, add_tenant, remove_bot, set_busy_mode
 from gateway import mcp_cli
 
 tenants = typer.Typer(help="Manage tenants (each with its own bots and sessions).")
@@ -93,6 +94,12 @@ def bots_add(
         str | None, typer.Option(help="mention, all or commands (default: the tenant's).")
     ] = None,
     answer_bots: Annotated[bool, typer.Option(help="Answer other bots.")] = False,
+    busy_mode: Annotated[
+        str | None,
+        typer.Option(
+            help=f"{', '.join(BUSY_MODES)}: messages during a running turn (default: the tenant's)."
+        ),
+    ] = None,
     allow_user: Annotated[list[str] | None, typer.Option(help="Allowed user id (repeat).")] = None,
     allow_chat: Annotated[list[str] | None, typer.Option(help="Allowed chat id (repeat).")] = None,
     tool: Annotated[
@@ -126,6 +133,7 @@ def bots_add(
                 options=options,
                 trigger_mode=trigger_mode,
                 answer_bots=answer_bots,
+                busy_mode=busy_mode,
             )
             bot_id = bot.id
     except InvalidInput as exc:
@@ -142,8 +150,35 @@ def bots_list(ctx: typer.Context) -> None:
             source = "database" if bot.credentials else "environment"
             typer.echo(
                 f"#{bot.id} {bot.tenant_id}/{bot.platform}/{bot.name}  "
-                f"trigger={bot.trigger_mode or 'tenant default'}  credentials from {source}"
+                f"trigger={bot.trigger_mode or 'tenant default'}  "
+                f"busy={bot.busy_mode or 'tenant default'}  credentials from {source}"
             )
+
+
+@bots.command("busy-mode")
+def bots_busy_mode(
+    ctx: typer.Context,
+    platform: str,
+    name: str,
+    mode: Annotated[str, typer.Argument(help=f"{', '.join(BUSY_MODES)} or inherit.")],
+    tenant: Annotated[str, typer.Option(help="Owning tenant.")] = "default",
+) -> None:
+    """Set what messages arriving during a running turn do (read by the next turn)."""
+    try:
+        with transaction(_factory(ctx)) as db:
+            bot = set_busy_mode(
+                db,
+                tenant_id=tenant,
+                platform=platform,
+                name=name,
+                mode=None if mode == "inherit" else mode,
+            )
+    except InvalidInput as exc:
+        raise _refuse(exc) from exc
+    if bot is None:
+        typer.secho("No such bot.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"Bot #{bot.id} busy mode: {bot.busy_mode or 'tenant default'}.")
 
 
 @bots.command("remove")

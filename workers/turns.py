@@ -1,6 +1,8 @@
-"""The turn pipeline: take a session's waiting messages in order and answer each one.
+"""The turn pipeline: take a session's waiting messages in order and answer them.
 
-Only the holder of a session's turn lease drains it. For each waiting message: commands
+Only the holder of a session's turn lease drains it. The bot's busy mode decides which
+waiting messages get a turn (``collect`` and ``interrupt`` answer a run of them with one
+turn, to the latest; :mod:`agent_core.busy`). For each turn: commands
 are answered here; anything else goes to a fresh :class:`~agent_core.agent.Agent`, whose
 ``run`` is the whole loop (prompt, hygiene, preflight, model call, overflow recovery).
 Its reply, outbox entry and engine state are committed in one transaction, metrics are
@@ -13,16 +15,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent_core import notices, tracing
+from agent_core import busy, notices, tracing
 from agent_core.agent import Agent, AgentServices, TurnEnd, TurnOutcome, TurnRequest
-from agent_core.commands import COMPACTION_COMMANDS, CommandContext, ContextGauge, run_command
+from agent_core.busy import BusyMode, TurnPlan, Waiting
+from agent_core.commands import (
+    COMPACTION_COMMANDS,
+    STOPPED_REPLY,
+    CommandContext,
+    ContextGauge,
+    run_command,
+)
 from agent_core.compaction.runner import CompactionReport, RunStatus
 from agent_core.compaction.service import engine_state
 from agent_core.compaction.triggers import Trigger
 from agent_core.config import Settings
+from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, MessageKind
 from agent_core.errors import ConfigError
@@ -30,7 +41,7 @@ from agent_core.llm.model import ChatModel
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
-from agent_core.tenancy.settings import TenantDefaults
+from agent_core.tenancy.settings import TenantDefaults, effective_busy_mode
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
@@ -125,12 +136,11 @@ class TurnRunner:
             with transaction(self._factory, durable=False) as db:
                 if not lock.try_acquire(db, session_id, lock.TURN, owner, lease):
                     return processed
-                batch = SessionRepository.from_session(db).pending_message_ids(
-                    session_id, limit=PENDING_BATCH
-                )
+                mode = self._busy_mode(db, session_id)
+                batch = SessionRepository.from_session(db).waiting(session_id, limit=PENDING_BATCH)
             try:
                 with lock.LeaseKeeper(self._factory, session_id, lock.TURN, owner, lease):
-                    processed += self._run_batches(session_id, batch)
+                    processed += self._run_batches(session_id, mode, batch)
             finally:
                 with transaction(self._factory, durable=False) as db:
                     lock.release_in(db, session_id, lock.TURN, owner)
@@ -142,20 +152,51 @@ class TurnRunner:
                     self.dispatcher.kick_session(session_id)
                 return processed
 
-    def _run_batches(self, session_id: str, batch: list[int]) -> int:
+    def _busy_mode(self, db: Session, session_id: str) -> BusyMode:
+        """The session's bot's busy mode, else its tenant's, else the deployment's."""
+        found = SessionRepository.from_session(db).busy_settings(session_id)
+        own, tenant = found if found is not None else (None, {})
+        return effective_busy_mode(own, TenantDefaults.from_json(tenant), self._settings.busy_mode)
+
+    def _run_batches(self, session_id: str, mode: BusyMode, batch: list[Waiting]) -> int:
         processed = 0
         while True:
-            for message_id in batch:
+            batch = self._collected(session_id, mode, batch)
+            for plan in busy.plan_turns(batch, mode):
                 if self._stopping.is_set():
                     return processed
-                self.run_turn(message_id)
-                processed += 1
+                self._absorb(plan)
+                self.run_turn(plan.answer, mode)
+                processed += 1 + len(plan.absorbed)
             if len(batch) < PENDING_BATCH:
                 return processed  # the look as the lease is released catches anything newer
             with transaction(self._factory) as db:
-                batch = SessionRepository.from_session(db).pending_message_ids(
-                    session_id, limit=PENDING_BATCH
-                )
+                batch = SessionRepository.from_session(db).waiting(session_id, limit=PENDING_BATCH)
+
+    def _collected(self, session_id: str, mode: BusyMode, batch: list[Waiting]) -> list[Waiting]:
+        """``collect``: the waiting messages once the window after the first has passed.
+
+        The lease is held (and renewed) meanwhile, so quick follow-ups wait for this turn
+        instead of starting their own in another worker.
+        """
+        window = self._settings.collect_window_seconds
+        left = busy.collect_wait_seconds(batch, mode, now=utcnow(), window=window)
+        if left <= 0 or self._stopping.wait(left):
+            return batch
+        with transaction(self._factory, durable=False) as db:
+            return SessionRepository.from_session(db).waiting(session_id, limit=PENDING_BATCH)
+
+    def _absorb(self, plan: TurnPlan) -> None:
+        """Mark the messages a collected turn answers with its own (no turn, no reply each)."""
+        if not plan.absorbed:
+            return
+        with transaction(self._factory, durable=False) as db:
+            repo = SessionRepository.from_session(db)
+            closed = sum(
+                repo.close_unanswered(message_id, {busy.ANSWERED_BY: plan.answer})
+                for message_id in plan.absorbed
+            )
+        metrics.TURNS.labels("collected").inc(closed)
 
     def compact(
         self, session_id: str, trigger: Trigger, *, link: str | None = None
@@ -170,14 +211,16 @@ class TurnRunner:
 
     # -- one turn ---------------------------------------------------------------------
 
-    def run_turn(self, message_id: int) -> None:
+    def run_turn(self, message_id: int, mode: BusyMode = BusyMode.QUEUE) -> None:
         """Answer one message (idempotent: a message already answered is left alone).
+
+        ``mode`` is the session's busy mode (whether the turn steers, what stops it).
 
         With tracing on, the turn is a span continuing the message's trace (the
         traceparent stored at intake), whoever rang for it: the doorbell or the sweeper.
         """
         if not tracing.enabled():
-            self._run_turn(message_id)
+            self._run_turn(message_id, mode)
             return
         origin = self._origin(message_id)
         parent = origin.pop(tracing.TRACEPARENT, None)
@@ -185,7 +228,7 @@ class TurnRunner:
             "hubbub.turn", parent=str(parent) if parent else None, kind=tracing.SpanKind.CONSUMER
         ) as span:
             span.set_attributes(origin)
-            request, outcome, kind = self._run_turn(message_id)
+            request, outcome, kind = self._run_turn(message_id, mode)
             span.set_attributes(_turn_attributes(request, outcome, kind))
 
     def _origin(self, message_id: int) -> dict[str, str | int]:
@@ -208,12 +251,12 @@ class TurnRunner:
             return origin
 
     def _run_turn(
-        self, message_id: int
+        self, message_id: int, mode: BusyMode
     ) -> tuple[TurnRequest | None, TurnOutcome | None, str | None]:
         started = time.perf_counter()
         llm_seconds = 0.0
         outcome: TurnOutcome | None = None
-        outbox_id, request, command = self._begin(message_id)
+        outbox_id, request, command = self._begin(message_id, mode)
         if request is not None and command is not None:
             outbox_id = self._compress_command(request, command)
         elif request is not None:
@@ -231,7 +274,9 @@ class TurnRunner:
             _log_turn(request, outcome, kind, elapsed)
         return request, outcome, kind
 
-    def _begin(self, message_id: int) -> tuple[int | None, TurnRequest | None, str | None]:
+    def _begin(
+        self, message_id: int, mode: BusyMode
+    ) -> tuple[int | None, TurnRequest | None, str | None]:
         """Load the turn; commands that need no model call are answered right here.
 
         Returns the outbox id of an answer given here, or the turn to run (with the focus
@@ -253,6 +298,7 @@ class TurnRunner:
                 tenant_id=chat_session.tenant_id,
                 instructions=TenantDefaults.from_json(tenant_settings).instructions,
                 user_id=message.speaker_id,
+                busy_mode=mode,
             )
             if message.meta.get("rate_limited"):
                 metrics.TURNS.labels("rate_limited").inc()
@@ -295,10 +341,25 @@ class TurnRunner:
             found = agent.reply_rows(db)
             assert found is not None
             stored = agent.finish(db, found[0], outcome, found[1])
+            stopped = outcome.interrupted
+            if stopped is not None and stopped.stop and stored.closed:
+                stored = replace(stored, outbox_id=self._confirm_stop(db, found[1], stopped.by))
         self._count(request, outcome)
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)
         return stored.outbox_id, outcome
+
+    def _confirm_stop(self, db: Session, chat_session: ChatSession, stop_id: int) -> int | None:
+        """Answer the ``/stop`` that stopped a turn, in the transaction that closes that turn.
+
+        Answered here, ahead of any message waiting between the two, so the person who
+        asked sees at once that the reply was stopped.
+        """
+        message = db.get(Message, stop_id)
+        if message is None:
+            return None
+        metrics.TURNS.labels("command").inc()
+        return self._record(db, chat_session, message, STOPPED_REPLY, MessageKind.COMMAND)
 
     @staticmethod
     def _count(request: TurnRequest, outcome: TurnOutcome) -> None:

@@ -24,6 +24,7 @@ MENU: tuple[tuple[str, str], ...] = (
     ("compress", "Summarise older messages now, optionally around a topic"),
     ("memory", "What I remember about you in this chat"),
     ("forget", "Forget what I remember about you here"),
+    ("stop", "Stop the reply I am writing now"),
 )
 
 

@@ -6,7 +6,9 @@ rough estimate that includes the tool schemas) → the model call with the turn'
 (compacting and retrying, at most three times, when the provider says the prompt does not
 fit) → the provider's real usage fed to the context engine → the tool calls run, their
 results (and any message that arrived meanwhile, through the steer channel) stored in the
-session → the post-response check → the next call … → the reply. Every compaction
+session → the post-response check → the next call … → the reply. Between model calls
+and tool rounds sit the safe points where a ``/stop`` or, in the ``interrupt`` busy mode,
+a newer message stops the turn (:mod:`agent_core.busy`). Every compaction
 decision is a rule of :mod:`agent_core.compaction.triggers`, judged on one measurement of
 the session; compactions run under the session's compaction lease (:class:`Compactor`).
 
@@ -28,7 +30,7 @@ from typing import Any
 from sqlalchemy import Row
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent_core import notices
+from agent_core import busy, notices
 from agent_core.agent import steer
 from agent_core.agent.outcome import ModelCall, Stored, TurnEnd, TurnOutcome, TurnRequest
 from agent_core.compaction.runner import CompactionReport, Compactor, RunStatus
@@ -76,6 +78,8 @@ from agent_core.usage import (
 
 log = logging.getLogger(__name__)
 
+INTERRUPT_LOOKAHEAD = 50
+"""Waiting messages read at a safe point to see whether one stops the turn."""
 MAX_OVERFLOW_RECOVERIES = 3
 """Compress-and-retry rounds after the provider says the prompt does not fit."""
 INEFFECTIVE_NOTICE_KEY = "ineffective_notified"
@@ -195,6 +199,8 @@ class Agent:
             self._finish_round(loop, loop.tools, loop.unfinished)
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
+            if (stopped := self._interrupted(loop)) is not None:
+                return stopped
             if compress:
                 self._preflight(loop, engine)
             if iteration and (refused := self._over_budget(loop, model)) is not None:
@@ -204,6 +210,9 @@ class Agent:
             result = self._call(loop, engine, model, offered)
             if isinstance(result, TurnOutcome):
                 return result
+            # A safe point: the answer of a stopped turn is discarded (its cost is charged).
+            if (stopped := self._interrupted(loop)) is not None:
+                return stopped
             engine.update_from_response(result.usage)
             if not result.tool_calls or offered is None:
                 text = (result.content or "").strip() or EMPTY_REPLY
@@ -262,6 +271,26 @@ class Agent:
         assert view is not None
         self._engine = services.compactor.engine(model, view.state)
         return _Loop(view, system_prompt, scope, rounds, tools, unfinished)
+
+    def _interrupted(self, loop: _Loop) -> TurnOutcome | None:
+        """At a safe point: the outcome to stop with when a waiting message says so.
+
+        The waiting rows in the database are the signal, so a ``/stop`` reaches this turn
+        whichever worker process runs it.
+        """
+        assert self._started is not None
+        with read_transaction(self._services.factory) as db:
+            newer = SessionRepository.from_session(db).waiting(
+                self.request.session_id, limit=INTERRUPT_LOOKAHEAD, after_seq=self._started[0].seq
+            )
+        found = busy.interruption(newer, self.request.busy_mode)
+        if found is None:
+            return None
+        log.info(
+            "turn interrupted",
+            extra={"session_id": self.request.session_id, "by": found.by, "stop": found.stop},
+        )
+        return replace(self._outcome(loop, TurnEnd.INTERRUPTED, ""), interrupted=found)
 
     def _metered(self, loop: _Loop, model: ChatModel) -> ChatModel:
         """``model`` with its calls charged to the ledger, numbered on from stored rounds."""
@@ -572,7 +601,7 @@ class Agent:
                 store=store,
                 settings=tools.settings,
             )
-            steered = steer.take(db, trigger)
+            steered = steer.take(db, trigger) if request.busy_mode is busy.BusyMode.STEER else []
             if steered and fitted:
                 last = fitted[-1]
                 fitted[-1] = replace(last, content=last.content + steer.block(steered))
@@ -643,6 +672,8 @@ class Agent:
             chat_session = db.get(ChatSession, self.request.session_id)
         if chat_session is None:
             return Stored(None, compact_later=False)
+        if outcome.interrupted is not None:
+            return self._withdraw(db, message, outcome.interrupted)
         meta: dict[str, Any] = {}
         if outcome.model is not None:
             meta = {"model": outcome.model, "llm_ms": round(outcome.llm_seconds * 1000, 3)}
@@ -676,6 +707,15 @@ class Agent:
         if outbox_id is None or judge is None or not judge.judged or loop is None:
             return Stored(outbox_id, compact_later=False)
         return Stored(outbox_id, compact_later=self._compact_later(judge.engine, loop))
+
+    def _withdraw(self, db: Session, message: Message, by: busy.Interruption) -> Stored:
+        """Close a stopped turn without a reply; the calls it made are still charged."""
+        if self._loop is not None:
+            self._charge(db, self._loop)
+        closed = SessionRepository.from_session(db).close_unanswered(
+            message.id, {busy.INTERRUPTED_BY: by.by}
+        )
+        return Stored(None, compact_later=False, closed=closed)
 
     def _compact_later(self, engine: ContextEngine, loop: _Loop) -> bool:
         """Whether the provider's prompt size makes a compaction due after this reply."""

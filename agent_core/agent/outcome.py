@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent_core.busy import BusyMode, Interruption
 from agent_core.compaction.runner import CompactionReport
 from agent_core.db.models import MessageKind
 from agent_core.errors import ProviderError
@@ -26,6 +27,8 @@ class TurnEnd(StrEnum):
     """The session no longer exists (nothing to answer)."""
     BUDGET = "budget"
     """A budget is used up: the user is told, and no model was called for it."""
+    INTERRUPTED = "interrupted"
+    """A newer message or ``/stop`` stopped the turn at a safe point: no reply of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,9 @@ class TurnRequest:
     """The person being answered (budgets and usage per user)."""
     instructions: str | None = None
     """The tenant's instructions, added to the operator's in the prompt."""
+    busy_mode: BusyMode = BusyMode.STEER
+    """What messages arriving meanwhile do (:mod:`agent_core.busy`); the library default
+    steers them into a running tool loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,8 @@ class TurnOutcome:
     """Time spent running them (MCP servers, searches), not storing their results."""
     steered: int = 0
     """Messages this turn took in through the steer channel."""
+    interrupted: Interruption | None = None
+    """What stopped the turn (``TurnEnd.INTERRUPTED``)."""
 
     @property
     def answered(self) -> bool:
@@ -114,3 +122,5 @@ class Stored:
     """``None`` when another run of the turn had already answered it."""
     compact_later: bool
     """The provider's usage says the session should be compacted off the reply path."""
+    closed: bool = True
+    """A stopped turn: whether this run closed it (``False``: another run did first)."""

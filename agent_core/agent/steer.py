@@ -4,7 +4,8 @@ A person who adds "actually, use staging" while the agent is calling tools shoul
 for a second turn that answers a stale question. Their message is appended to the next tool
 result inside a boundary marker that only Hubbub writes (tool output that imitates it is
 defused), the system prompt tells the model to trust only that marker, and the message is
-answered by the running turn: it is marked steered and gets no turn of its own.
+answered by the running turn: it is marked steered and gets no turn of its own. Only in the
+``steer`` busy mode (:mod:`agent_core.busy`); in the others the message waits or stops the turn.
 """
 
 from __future__ import annotations

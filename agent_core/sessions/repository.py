@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, bindparam, exists, func, select, update
+from sqlalchemy import Row, exists, func, select, update
 from sqlalchemy.orm import Session
 
+from agent_core.busy import STOP_COMMAND, Waiting
 from agent_core.db.base import utcnow
 from agent_core.db.models import (
     Bot,
@@ -79,9 +80,6 @@ _CLOSE_TURN = (
 _PENDING = (
     MESSAGES.c.session_id == param("sid", MESSAGES.c.session_id),
     MESSAGES.c.turn_state == TurnState.PENDING,
-)
-_PENDING_IDS = (
-    select(MESSAGES.c.id).where(*_PENDING).order_by(MESSAGES.c.seq).limit(bindparam("limit"))
 )
 _HAS_PENDING = select(exists().where(*_PENDING))
 _CURRENT_SESSION_ID = select(SESSIONS.c.id).where(
@@ -237,9 +235,50 @@ class SessionRepository:
         result = self.session.execute(_CLOSE_TURN, {"mid": message_id})
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    def pending_message_ids(self, session_id: str, *, limit: int) -> list[int]:
-        """The oldest waiting messages of the session, in arrival order."""
-        return list(self.session.scalars(_PENDING_IDS, {"sid": session_id, "limit": limit}))
+    def waiting(
+        self, session_id: str, *, limit: int, after_seq: int | None = None
+    ) -> list[Waiting]:
+        """The oldest messages waiting for a turn (after ``after_seq``), for busy modes."""
+        query = select(
+            Message.id, Message.seq, Message.created_at, Message.kind, Message.meta
+        ).where(Message.session_id == session_id, Message.turn_state == TurnState.PENDING)
+        if after_seq is not None:
+            query = query.where(Message.seq > after_seq)
+        rows = self.session.execute(query.order_by(Message.seq).limit(limit)).all()
+        return [
+            Waiting(
+                id=row.id,
+                seq=row.seq,
+                arrived=row.created_at,
+                mergeable=row.kind == MessageKind.CHAT and not (row.meta or {}).get("rate_limited"),
+                stop=row.kind == MessageKind.COMMAND
+                and (row.meta or {}).get("command") == STOP_COMMAND,
+            )
+            for row in rows
+        ]
+
+    def busy_settings(self, session_id: str) -> tuple[str | None, dict[str, Any]] | None:
+        """The session's bot's own busy mode and its tenant's settings (one query)."""
+        row = self.session.execute(
+            select(Bot.busy_mode, Tenant.settings)
+            .select_from(ChatSession)
+            .join(Bot, Bot.id == ChatSession.bot_id)
+            .join(Tenant, Tenant.id == ChatSession.tenant_id)
+            .where(ChatSession.id == session_id)
+        ).first()
+        return (row[0], row[1] or {}) if row is not None else None
+
+    def close_unanswered(self, message_id: int, meta: Mapping[str, Any]) -> bool:
+        """Close a waiting message's turn without a reply of its own, noting why in its meta.
+
+        ``False`` (and nothing changed) when another run closed it first.
+        """
+        if not self.close_turn(message_id):
+            return False
+        message = self.session.get(Message, message_id)
+        if message is not None:
+            message.meta = {**(message.meta or {}), **meta}
+        return True
 
     def get_message(self, message_id: int) -> Message | None:
         """The message, or ``None``."""

@@ -1,6 +1,6 @@
 """A tenant's stored settings (``tenants.settings``): prompt instructions and bot defaults.
 
-A bot without its own trigger mode, allowlists or tool allow-list inherits the tenant's;
+A bot without its own trigger mode, busy mode, allowlists or tool allow-list inherits the tenant's;
 without those either, the deployment's. The JSON column is read through :class:`TenantDefaults`
 so every reader agrees on the keys.
 """
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core.busy import BUSY_MODES, BusyMode
 from agent_core.errors import InvalidInput
 
 TRIGGER_MODES = ("mention", "all", "commands")
@@ -28,6 +29,7 @@ class TenantDefaults:
     allow_users: tuple[str, ...] | None = None
     allow_chats: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
+    busy_mode: str | None = None
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any] | None) -> TenantDefaults:
@@ -44,6 +46,7 @@ class TenantDefaults:
             allow_users=names("allow_users"),
             allow_chats=names("allow_chats"),
             tools=names("tools"),
+            busy_mode=data.get("busy_mode") or None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -54,6 +57,7 @@ class TenantDefaults:
             "allow_users": list(self.allow_users) if self.allow_users else None,
             "allow_chats": list(self.allow_chats) if self.allow_chats else None,
             "tools": list(self.tools) if self.tools else None,
+            "busy_mode": self.busy_mode,
         }
         return {k: v for k, v in values.items() if v}
 
@@ -68,6 +72,16 @@ def check_trigger_mode(mode: str | None) -> None:
         raise InvalidInput(
             f"trigger mode {mode!r} is unknown: use one of {', '.join(TRIGGER_MODES)}"
         )
+
+
+def check_busy_mode(mode: str | None) -> None:
+    """Refuse an unknown busy mode.
+
+    Raises:
+        InvalidInput: the mode is not one of :data:`~agent_core.busy.BUSY_MODES`.
+    """
+    if mode is not None and mode not in BUSY_MODES:
+        raise InvalidInput(f"busy mode {mode!r} is unknown: use one of {', '.join(BUSY_MODES)}")
 
 
 def check_tool_patterns(patterns: Iterable[str] | None) -> None:
@@ -87,3 +101,8 @@ def check_tool_patterns(patterns: Iterable[str] | None) -> None:
 def effective_trigger_mode(own: str | None, tenant: TenantDefaults, deployment: str) -> str:
     """A bot's own trigger mode, else its tenant's, else the deployment's."""
     return own or tenant.trigger_mode or deployment
+
+
+def effective_busy_mode(own: str | None, tenant: TenantDefaults, deployment: str) -> BusyMode:
+    """A bot's own busy mode, else its tenant's, else the deployment's."""
+    return BusyMode(own or tenant.busy_mode or deployment)

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from agent_core.admin import audit, keys, operations
 from agent_core.admin.repository import AdminRepository
+from agent_core.busy import BUSY_MODES
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.base import utcnow
@@ -30,7 +31,12 @@ from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import Bot, ChatSession, Compaction, Message, Tenant
 from agent_core.errors import ConfigError, InvalidInput
 from agent_core.tenancy.service import PLATFORMS, TRIGGER_MODES, add_bot
-from agent_core.tenancy.settings import TenantDefaults, check_tool_patterns, check_trigger_mode
+from agent_core.tenancy.settings import (
+    TenantDefaults,
+    check_busy_mode,
+    check_tool_patterns,
+    check_trigger_mode,
+)
 from agent_core.tools.mcp.tenants import server_transports
 from gateway.dependencies import get_runtime
 from gateway.errors import documented
@@ -167,6 +173,14 @@ def _valid_trigger_mode(value: str | None) -> str | None:
     return value
 
 
+def _valid_busy_mode(value: str | None) -> str | None:
+    try:
+        check_busy_mode(value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
 def _valid_tools(value: list[str] | None) -> list[str] | None:
     try:
         check_tool_patterns(value)
@@ -177,6 +191,8 @@ def _valid_tools(value: list[str] | None) -> list[str] | None:
 
 TriggerModeField = Annotated[str | None, AfterValidator(_valid_trigger_mode)]
 ToolsField = Annotated[list[str] | None, AfterValidator(_valid_tools)]
+BusyModeField = Annotated[str | None, AfterValidator(_valid_busy_mode)]
+BUSY_MODE_HELP = f"one of {', '.join(BUSY_MODES)}: what messages arriving during a turn do"
 
 
 class TenantSettings(Strict):
@@ -196,6 +212,7 @@ class TenantSettings(Strict):
     trigger_mode: TriggerModeField = Field(
         None, description=f"default for bots: one of {', '.join(TRIGGER_MODES)}"
     )
+    busy_mode: BusyModeField = Field(None, description=f"default for bots: {BUSY_MODE_HELP}")
     allow_users: list[str] | None = Field(None, max_length=1000, description="default for bots")
     allow_chats: list[str] | None = Field(None, max_length=1000, description="default for bots")
     tools: ToolsField = Field(
@@ -229,6 +246,7 @@ class BotOptions(Strict):
     """A bot's behaviour (every field optional on update)."""
 
     trigger_mode: TriggerModeField = Field(None, description=f"one of {', '.join(TRIGGER_MODES)}")
+    busy_mode: BusyModeField = Field(None, description=BUSY_MODE_HELP)
     answer_bots: bool | None = None
     allow_users: list[str] | None = Field(None, max_length=1000)
     allow_chats: list[str] | None = Field(None, max_length=1000)
@@ -258,6 +276,7 @@ class BotOut(BaseModel):
     platform: str
     name: str
     trigger_mode: str | None = Field(description="the bot's own; null inherits the tenant's")
+    busy_mode: str | None = Field(description="the bot's own; null inherits the tenant's")
     answer_bots: bool
     allow_users: list[str]
     allow_chats: list[str]
@@ -413,6 +432,7 @@ def _settings_of(tenant: Tenant) -> dict[str, Any]:
         "persona": tenant.persona,
         "instructions": stored.instructions,
         "trigger_mode": stored.trigger_mode,
+        "busy_mode": stored.busy_mode,
         "allow_users": list(stored.allow_users) if stored.allow_users else None,
         "allow_chats": list(stored.allow_chats) if stored.allow_chats else None,
         "tools": list(stored.tools) if stored.tools else None,
@@ -427,6 +447,7 @@ def bot_out(bot: Bot) -> BotOut:
         platform=bot.platform,
         name=bot.name,
         trigger_mode=bot.trigger_mode,
+        busy_mode=bot.busy_mode,
         answer_bots=bot.answer_bots,
         allow_users=list(options.get("allow_users", [])),
         allow_chats=list(options.get("allow_chats", [])),
@@ -583,6 +604,7 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOu
     stored = TenantDefaults(
         instructions=body.instructions or None,
         trigger_mode=body.trigger_mode,
+        busy_mode=body.busy_mode,
         allow_users=tuple(body.allow_users) if body.allow_users else None,
         allow_chats=tuple(body.allow_chats) if body.allow_chats else None,
         tools=tuple(body.tools) if body.tools else None,
@@ -623,6 +645,7 @@ def create_bot(access: TenantAccess, body: NewBot) -> BotOut:
             options=_options(body),
             trigger_mode=body.trigger_mode,
             answer_bots=bool(body.answer_bots),
+            busy_mode=body.busy_mode,
         )
         out = bot_out(bot)
         _record(db, access, "bot.create", f"bot:{bot.id}", after=out.model_dump())
@@ -644,6 +667,8 @@ def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
         before = bot_out(row).model_dump()
         if body.trigger_mode is not None:
             row.trigger_mode = body.trigger_mode
+        if body.busy_mode is not None:
+            row.busy_mode = body.busy_mode
         if body.answer_bots is not None:
             row.answer_bots = body.answer_bots
         options = {**(row.settings or {}), **_options(body)}

@@ -316,6 +316,32 @@ def test_every_admin_route_declares_bearer_security(client: httpx.Client) -> Non
             assert op.get("security") == [{"HTTPBearer": []}], (method, path)
 
 
+def test_a_bot_s_busy_mode_is_set_on_create_and_update_and_checked(
+    gateway: GatewayServer, client: httpx.Client
+) -> None:
+    with transaction(gateway.runtime.factory) as db:
+        db.add(Tenant(id="acme", name="Acme"))
+        db.flush()
+        admin = keys.create(db, tenant_id="acme", scope="admin")
+    auth = {"Authorization": f"Bearer {admin.secret}"}
+    bots = f"{PREFIX}/tenants/acme/bots"
+    body = {"platform": "telegram", "name": "ops", "credentials": {"token": TOKEN}}
+    refused = client.post(bots, json=body | {"busy_mode": "frantic"}, headers=auth)
+    assert refused.status_code == 422
+    assert "busy mode 'frantic' is unknown" in refused.text
+    assert client.get(bots, headers=auth).json() == []
+
+    created = client.post(bots, json=body, headers=auth)
+    assert created.status_code == 201, created.text
+    bot = created.json()
+    assert bot["busy_mode"] is None, "a bot without its own inherits its tenant's"
+    changed = client.put(f"{bots}/{bot['id']}", json={"busy_mode": "interrupt"}, headers=auth)
+    assert changed.status_code == 200, changed.text
+    assert client.get(f"{bots}/{bot['id']}", headers=auth).json()["busy_mode"] == "interrupt"
+    with transaction(gateway.runtime.factory) as db:
+        assert db.scalars(select(Bot.busy_mode).where(Bot.name == "ops")).one() == "interrupt"
+
+
 def test_bots_keep_credentials_write_only_and_every_change_is_audited(
     gateway: GatewayServer, client: httpx.Client
 ) -> None:
@@ -390,7 +416,9 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     }
     response = client.put(url, json=new, headers=auth)
     assert response.status_code == 200, response.text
-    unset = dict.fromkeys(("instructions", "trigger_mode", "allow_users", "allow_chats", "tools"))
+    unset = dict.fromkeys(
+        ("instructions", "trigger_mode", "allow_users", "allow_chats", "tools", "busy_mode")
+    )
     new |= unset
     assert client.get(url, headers=auth).json() == new | {"mcp_servers": []}
     assert client.put(url, json=new | {"model": "x"}, headers=auth).status_code == 422

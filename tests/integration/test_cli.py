@@ -1,4 +1,4 @@
-"""The ``hubbub`` command's small reports: ``--version`` and ``tenants list``."""
+"""The ``hubbub`` command's small reports and edits: ``--version``, ``tenants list``, busy modes."""
 
 from __future__ import annotations
 
@@ -42,3 +42,28 @@ def test_tenants_list_shows_name_bot_count_and_creation(
     assert lines[1].startswith("acme  'Acme Ltd'  2 bots  created 20")
     assert lines[1].endswith(" UTC")
     assert "1:abc" not in result.output
+
+
+def test_a_bot_s_busy_mode_is_set_shown_cleared_and_checked(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gateway.cli.configure_logging", lambda *a, **k: None)
+    for key, value in hubbub_env(db_url=sqlite_url, home=tmp_path, fake=None).items():
+        monkeypatch.setenv(key, value)
+    runner = CliRunner()
+    add = ["bots", "add", "telegram", "ops", "--token", "1:abc", "--busy-mode", "interrupt"]
+    assert runner.invoke(app, add).exit_code == 0
+
+    assert "busy=interrupt" in runner.invoke(app, ["bots", "list"]).output
+    changed = runner.invoke(app, ["bots", "busy-mode", "telegram", "ops", "queue"])
+    assert changed.exit_code == 0, changed.output
+    assert changed.output.endswith("busy mode: queue.\n")
+    refused = runner.invoke(app, ["bots", "busy-mode", "telegram", "ops", "frantic"])
+    assert refused.exit_code == 2
+    assert "busy mode 'frantic' is unknown" in refused.output
+    assert "busy=queue" in runner.invoke(app, ["bots", "list"]).output, "the refusal changed it"
+    cleared = runner.invoke(app, ["bots", "busy-mode", "telegram", "ops", "inherit"])
+    assert cleared.exit_code == 0, cleared.output
+    assert "busy=tenant default" in runner.invoke(app, ["bots", "list"]).output
+    missing = runner.invoke(app, ["bots", "busy-mode", "telegram", "nobody", "queue"])
+    assert missing.exit_code == 1

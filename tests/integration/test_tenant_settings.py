@@ -97,6 +97,7 @@ def test_a_tenant_s_trigger_mode_and_instructions_reach_its_bot(
         "allow_users": None,
         "allow_chats": None,
         "tools": ["memory", "session_*"],
+        "busy_mode": "interrupt",
     }
     response = client.put(url, json=new)
     assert response.status_code == 200, response.text
@@ -128,6 +129,7 @@ def test_a_tenant_s_trigger_mode_and_instructions_reach_its_bot(
     ("change", "message"),
     [
         ({"trigger_mode": "loud"}, "trigger mode 'loud' is unknown"),
+        ({"busy_mode": "frantic"}, "busy mode 'frantic' is unknown"),
         ({"tools": ["memory", "gh tools"]}, "tool pattern 'gh tools' is invalid"),
         ({"instructions": "x" * 20_001}, "at most 20000 characters"),
     ],

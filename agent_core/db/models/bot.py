@@ -25,6 +25,9 @@ class Bot(TimestampMixin, Base):
     trigger_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """When the bot answers in groups: ``mention``, ``all`` or ``commands``; ``None``
     inherits the tenant's (``agent_core.tenancy.settings``)."""
+    busy_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """What messages arriving during a running turn do: ``queue``, ``collect``,
+    ``interrupt`` or ``steer`` (``agent_core.agent.busy``); ``None`` inherits the tenant's."""
     answer_bots: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     credentials: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Platform credentials, encrypted at rest (never logged)."""
