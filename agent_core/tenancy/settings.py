@@ -1,17 +1,19 @@
 """A tenant's stored settings (``tenants.settings``): prompt instructions and bot defaults.
 
 A bot without its own trigger mode, allowlists or tool allow-list inherits the tenant's;
-without those either, the deployment's. The JSON column is read through :class:`TenantDefaults`
-so every reader agrees on the keys.
+without those either, the deployment's. The tenant's compression thresholds move the
+deployment's for every session of the tenant. The JSON column is read through
+:class:`TenantDefaults` so every reader agrees on the keys.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_core.config import CompressionSettings
 from agent_core.errors import InvalidInput
 
 TRIGGER_MODES = ("mention", "all", "commands")
@@ -28,6 +30,11 @@ class TenantDefaults:
     allow_users: tuple[str, ...] | None = None
     allow_chats: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
+    # -- compression thresholds (hosted) --
+    compression_threshold: float | None = None
+    """Share of the usable window where the compressor starts, over the deployment's."""
+    hygiene_threshold: float | None = None
+    """Share where the pre-agent safety net starts, over the deployment's."""
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any] | None) -> TenantDefaults:
@@ -44,6 +51,8 @@ class TenantDefaults:
             allow_users=names("allow_users"),
             allow_chats=names("allow_chats"),
             tools=names("tools"),
+            compression_threshold=_fraction(data.get("compression_threshold")),
+            hygiene_threshold=_fraction(data.get("hygiene_threshold")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -54,8 +63,14 @@ class TenantDefaults:
             "allow_users": list(self.allow_users) if self.allow_users else None,
             "allow_chats": list(self.allow_chats) if self.allow_chats else None,
             "tools": list(self.tools) if self.tools else None,
+            "compression_threshold": self.compression_threshold,
+            "hygiene_threshold": self.hygiene_threshold,
         }
         return {k: v for k, v in values.items() if v}
+
+
+def _fraction(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and 0 < value < 1 else None
 
 
 def check_trigger_mode(mode: str | None) -> None:
@@ -87,3 +102,48 @@ def check_tool_patterns(patterns: Iterable[str] | None) -> None:
 def effective_trigger_mode(own: str | None, tenant: TenantDefaults, deployment: str) -> str:
     """A bot's own trigger mode, else its tenant's, else the deployment's."""
     return own or tenant.trigger_mode or deployment
+
+
+# -- compression thresholds (hosted) --
+
+
+def check_compression_thresholds(
+    compression: float | None, hygiene: float | None, deployment: CompressionSettings
+) -> None:
+    """Refuse thresholds outside (0, 1), or a safety net below the compressor.
+
+    An unset one is the deployment's, so the pair that runs is what is checked.
+
+    Raises:
+        InvalidInput: a share is not strictly between 0 and 1, or the hygiene threshold
+            that would run is below the compression threshold that would run.
+    """
+    for name, value in (("compression_threshold", compression), ("hygiene_threshold", hygiene)):
+        if value is not None and not 0 < value < 1:
+            raise InvalidInput(
+                f"{name} {value} is out of range: use a share of the window between 0 and 1 "
+                "(both excluded), e.g. 0.5"
+            )
+    runs = replace(
+        deployment,
+        threshold=compression or deployment.threshold,
+        hygiene_threshold=hygiene or deployment.hygiene_threshold,
+    )
+    if runs.hygiene_threshold < runs.threshold:
+        raise InvalidInput(
+            f"hygiene_threshold {runs.hygiene_threshold} is below compression_threshold "
+            f"{runs.threshold}: the safety net must not start before the compressor"
+        )
+
+
+def compression_for(deployment: CompressionSettings, tenant: TenantDefaults) -> CompressionSettings:
+    """The compression settings of the tenant's sessions: the deployment's, with its thresholds.
+
+    A safety net left below the compressor (the deployment's thresholds changed since the
+    tenant set its own) is raised to the compressor's line.
+    """
+    if tenant.compression_threshold is None and tenant.hygiene_threshold is None:
+        return deployment
+    threshold = tenant.compression_threshold or deployment.threshold
+    hygiene = tenant.hygiene_threshold or deployment.hygiene_threshold
+    return replace(deployment, threshold=threshold, hygiene_threshold=max(hygiene, threshold))
