@@ -390,7 +390,17 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     }
     response = client.put(url, json=new, headers=auth)
     assert response.status_code == 200, response.text
-    unset = dict.fromkeys(("instructions", "trigger_mode", "allow_users", "allow_chats", "tools"))
+    unset = dict.fromkeys(
+        (
+            "instructions",
+            "trigger_mode",
+            "allow_users",
+            "allow_chats",
+            "tools",
+            "compression_threshold",
+            "hygiene_threshold",
+        )
+    )
     new |= unset
     assert client.get(url, headers=auth).json() == new | {"mcp_servers": []}
     assert client.put(url, json=new | {"model": "x"}, headers=auth).status_code == 422
