@@ -94,6 +94,10 @@ DEFAULT_MEMORY_MAX_ENTRY_CHARS = 500
 DEFAULT_MEMORY_MAX_ENTRIES = 50
 """Per scope: one person's facts with a bot, or one chat's."""
 
+# -- hosted control plane --
+DEFAULT_SETTINGS_REFRESH_SECONDS = 5.0
+"""How long a process uses a bot's and its tenant's settings before reading them again."""
+
 CONFIG_FILE_ENV = "HUBBUB_CONFIG"
 POSTGRES_SHORT_SCHEME = "postgres://"
 """What many Postgres hosts hand out; read as ``postgresql://`` (psycopg 3)."""
@@ -412,6 +416,11 @@ class Settings(BaseSettings):
     """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""
     rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
     """Turns per chat and bot, same notation."""
+
+    # -- hosted control plane --
+    settings_refresh_seconds: float = Field(DEFAULT_SETTINGS_REFRESH_SECONDS, gt=0, le=3600)
+    """A change to a tenant's or bot's settings made elsewhere (another gateway, the CLI)
+    is seen by this process within this many seconds; its own admin API's at once."""
 
     otel_exporter_otlp_endpoint: str | None = Field(
         None,

@@ -3,13 +3,19 @@
 A bot configured from the environment is called ``default`` on its platform and is created
 in the database on first contact; bots of other tenants are rows with sealed credentials.
 A bot's unset trigger mode and allowlists are its tenant's (``agent_core.tenancy.settings``).
+
+What is read is cached for ``refresh_seconds`` and then read again, so a change made by
+another process (the admin API of another gateway, the CLI) is seen within that time; the
+admin API of this process drops the tenant's entries as its change commits.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,6 +40,8 @@ class BotRecord:
     name: str
     trigger_mode: str
     answer_bots: bool
+    tenant: TenantDefaults
+    """The tenant's stored settings, as read with the bot."""
 
 
 def _secret(value: Any) -> str | None:
@@ -82,18 +90,65 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
     return None
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Fresh(Generic[K, V]):
+    """Values read at a time, given out until they are ``max_age`` seconds old."""
+
+    def __init__(self, max_age: float, clock: Callable[[], float]) -> None:
+        self._max_age = max_age
+        self._clock = clock
+        self._values: dict[K, tuple[float, str, V]] = {}
+
+    def get(self, key: K) -> V | None:
+        found = self._values.get(key)
+        if found is None or self._clock() - found[0] >= self._max_age:
+            return None
+        return found[2]
+
+    def put(self, key: K, tenant_id: str, value: V) -> None:
+        self._values[key] = (self._clock(), tenant_id, value)
+
+    def drop_tenant(self, tenant_id: str) -> None:
+        self._values = {k: v for k, v in self._values.items() if v[1] != tenant_id}
+
+
 class BotDirectory:
-    """Caches bot ids and configs; safe to share between threads."""
+    """Caches bot ids and configs for a short time; safe to share between threads.
+
+    Args:
+        settings: the process's settings (env bots, deployment defaults).
+        factory: opens units of work.
+        box: opens sealed credentials.
+        refresh_seconds: how long a bot and its tenant's settings are used before they
+            are read again; ``HUBBUB_SETTINGS_REFRESH_SECONDS`` when unset.
+        clock: monotonic seconds (tests move their own).
+    """
 
     def __init__(
-        self, settings: Settings, factory: sessionmaker[Session], box: CredentialBox
+        self,
+        settings: Settings,
+        factory: sessionmaker[Session],
+        box: CredentialBox,
+        *,
+        refresh_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._factory = factory
         self._box = box
-        self._records: dict[tuple[str, str, str], BotRecord] = {}
-        self._configs: dict[int, BotConfig] = {}
+        max_age = settings.settings_refresh_seconds if refresh_seconds is None else refresh_seconds
+        self._records: _Fresh[tuple[str, str, str], BotRecord] = _Fresh(max_age, clock)
+        self._configs: _Fresh[int, BotConfig] = _Fresh(max_age, clock)
         self._lock = threading.Lock()
+
+    def forget(self, tenant_id: str) -> None:
+        """Read the tenant's bots and settings again at their next use (they changed)."""
+        with self._lock:
+            self._records.drop_tenant(tenant_id)
+            self._configs.drop_tenant(tenant_id)
 
     def resolve(self, tenant_id: str, platform: str, name: str) -> BotRecord | None:
         """The bot a message arrived for; env bots are created on first contact."""
@@ -120,7 +175,7 @@ class BotDirectory:
                 )
             record = _record(bot, _defaults(db, bot), self._settings.trigger_mode)
         with self._lock:
-            self._records[key] = record
+            self._records.put(key, tenant_id, record)
         return record
 
     def config(self, bot_id: int) -> BotConfig:
@@ -139,7 +194,7 @@ class BotDirectory:
                 raise KeyError(f"bot {bot_id} does not exist")
             config = self._config_for(bot, _defaults(db, bot))
         with self._lock:
-            self._configs[bot_id] = config
+            self._configs.put(bot_id, config.tenant_id, config)
         return config
 
     def _config_for(self, bot: Bot, tenant: TenantDefaults) -> BotConfig:
@@ -181,4 +236,5 @@ def _record(bot: Bot, tenant: TenantDefaults, deployment_mode: str) -> BotRecord
         name=bot.name,
         trigger_mode=effective_trigger_mode(bot.trigger_mode, tenant, deployment_mode),
         answer_bots=bot.answer_bots,
+        tenant=tenant,
     )

@@ -27,6 +27,7 @@ from agent_core.sessions.service import (
     record_edit,
     record_incoming,
 )
+from agent_core.tenancy.settings import TenantDefaults
 from agent_core.tokens import TokenCounter
 from workers import metrics
 from workers.bots import BotDirectory, BotRecord
@@ -89,7 +90,7 @@ class Intake:
         dispatcher: Dispatcher,
         *,
         max_message_chars: int,
-        background: BackgroundRing | None = None,
+        background: Callable[[TenantDefaults], BackgroundRing | None] | None = None,
         limiter: InboundLimiter | None = None,
     ) -> None:
         self._factory = factory
@@ -164,8 +165,11 @@ class Intake:
         if result.triggers:
             self._ring(self._dispatcher.kick_session, result.session_id)
         elif not result.duplicate and self._background is not None:
+            ring = self._background(bot.tenant)
             previous = result.active_tokens - result.message_tokens
-            if self._background.should_ring(result.active_tokens, previous, result.active_count):
+            if ring is not None and ring.should_ring(
+                result.active_tokens, previous, result.active_count
+            ):
                 self._ring(self._dispatcher.kick_compaction, result.session_id)
         return Accepted(result.message_id, result.session_id, result.duplicate, result.triggers)
 

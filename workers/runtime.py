@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -17,12 +18,12 @@ from agent_core.config import Settings
 from agent_core.context.warmup import warm_compressor
 from agent_core.crypto import CredentialBox, load_or_create_key
 from agent_core.db.engine import create_db_engine, make_session_factory
-from agent_core.errors import ConfigError
 from agent_core.heap import freeze_startup_heap
 from agent_core.llm.costs import CostTable
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
+from agent_core.tenancy.settings import TenantDefaults
 from agent_core.tokens import TokenCounter
 from agent_core.tools import config_specs
 from agent_core.tools.kit import ToolKit
@@ -43,22 +44,43 @@ SERVICE_NAME = "hubbub"
 """The traces' service name unless ``OTEL_SERVICE_NAME`` gives one."""
 
 
-def compaction_lines(settings: Settings, models: ModelSet) -> Lines | None:
-    """The deployment's compaction lines, if compaction is on and a model is configured."""
-    if not settings.compression.enabled:
-        return None
-    try:
-        model = models.main()
-    except ConfigError:
-        return None
-    return Lines.compute(settings.compression, model.context_length, model.max_output_tokens)
+def tenant_lines(compactor: Compactor) -> Callable[[TenantDefaults], Lines | None]:
+    """A tenant's compaction lines under its thresholds, computed once per distinct pair.
+
+    Between turns they are read for every message of a busy group: the model is looked up
+    once per distinct setting, not per message.
+    """
+    lines = functools.lru_cache(maxsize=256)(compactor.lines)
+    return lambda tenant: lines(compactor.tenant_settings(tenant))
 
 
-def idle_compaction(settings: Settings, lines: Lines | None) -> IdleCompaction | None:
+def idle_compaction(
+    settings: Settings, lines: Callable[[TenantDefaults], Lines | None]
+) -> IdleCompaction | None:
     """The quiet-session compaction rule for this deployment's model, if it is on."""
-    if lines is None or settings.compression.idle_seconds <= 0:
+    deployment = lines(TenantDefaults())
+    if deployment is None or settings.compression.idle_seconds <= 0:
         return None
-    return IdleCompaction(seconds=settings.compression.idle_seconds, min_tokens=lines.idle)
+
+    def tenant_line(tenant: TenantDefaults) -> int:
+        own = lines(tenant)
+        return own.idle if own is not None else deployment.idle
+
+    return IdleCompaction(
+        seconds=settings.compression.idle_seconds, min_tokens=deployment.idle, line=tenant_line
+    )
+
+
+def background_ring(
+    lines: Callable[[TenantDefaults], Lines | None],
+) -> Callable[[TenantDefaults], BackgroundRing | None]:
+    """Where a tenant's busy groups ring for a compaction between turns (``None``: never)."""
+
+    def ring(tenant: TenantDefaults) -> BackgroundRing | None:
+        found = lines(tenant)
+        return BackgroundRing.of(found) if found is not None else None
+
+    return ring
 
 
 class Runtime:
@@ -110,8 +132,9 @@ class Runtime:
             prompts,
             ledger=self.usage.ledger,
         )
-        lines = compaction_lines(settings, self.models)
-        self.idle = idle_compaction(settings, lines)
+        self.lines = tenant_lines(self.compactor)
+        """A tenant's compaction lines (``None``: compaction is off or there is no model)."""
+        self.idle = idle_compaction(settings, self.lines)
         self.tools = ToolKit(
             settings.tool_settings, configured=config_specs(settings.mcp_servers), box=box
         )
@@ -142,7 +165,7 @@ class Runtime:
             self.counter,
             self.dispatcher,
             max_message_chars=settings.max_message_chars,
-            background=BackgroundRing.of(lines) if lines is not None else None,
+            background=background_ring(self.lines),
             limiter=InboundLimiter.from_settings(settings),
         )
         warm_compressor()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,6 +18,8 @@ from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.outbox.repository import OutboxRepository
 from agent_core.sessions.repository import SessionRepository
+from agent_core.tenancy.repository import TenancyRepository
+from agent_core.tenancy.settings import TenantDefaults
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
 
@@ -38,6 +41,17 @@ class IdleCompaction:
 
     seconds: float
     min_tokens: int
+    """The deployment's idle line."""
+    line: Callable[[TenantDefaults], int] | None = None
+    """A tenant's idle line under its own compression thresholds (``None``: ours for all)."""
+
+    def tenant_lines(self, db: Session) -> dict[str, int]:
+        """The idle lines of the tenants whose thresholds move ours."""
+        if self.line is None:
+            return {}
+        found = TenancyRepository.from_session(db).tenant_settings()
+        lines = {tenant_id: self.line(TenantDefaults.from_json(raw)) for tenant_id, raw in found}
+        return {tenant_id: line for tenant_id, line in lines.items() if line != self.min_tokens}
 
 
 def sweep(
@@ -60,7 +74,9 @@ def sweep(
         replies = OutboxRepository.from_session(db).due(now=now, created_before=grace)
         if idle is not None:
             quiet = repo.idle_sessions(
-                quiet_since=now - timedelta(seconds=idle.seconds), min_tokens=idle.min_tokens
+                quiet_since=now - timedelta(seconds=idle.seconds),
+                min_tokens=idle.min_tokens,
+                tenant_min_tokens=idle.tenant_lines(db),
             )
     for session_id in sessions:
         dispatcher.kick_session(session_id)

@@ -403,7 +403,12 @@ class TurnRunner:
         model = self._main_model()
         gauge = None
         if model is not None:
-            engine = self._services.compactor.engine(model, engine_state(chat_session))
+            compactor = self._services.compactor
+            engine = compactor.engine(
+                model,
+                engine_state(chat_session),
+                settings=compactor.settings_for(db, chat_session.tenant_id),
+            )
             gauge = ContextGauge.of(engine, chat_session, self._services.counter)
         return CommandContext(
             db=db,

@@ -7,15 +7,24 @@ describes it commit together, whichever way the operator made it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from agent_core.admin import audit, keys
 from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.service import restore_latest
+from agent_core.config import CompressionSettings
 from agent_core.db.base import utcnow
-from agent_core.db.models import ApiKey
+from agent_core.db.models import ApiKey, Tenant
+from agent_core.errors import InvalidInput
 from agent_core.sessions.service import Conversation, start_new_session
+from agent_core.tenancy.settings import (
+    TenantDefaults,
+    check_compression_thresholds,
+    check_tool_patterns,
+    check_trigger_mode,
+)
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,74 @@ class Restored:
 
     compaction_id: int | None
     messages_back: int
+
+
+@dataclass(frozen=True)
+class TenantSettingsChange:
+    """A tenant's settings as a whole: what ``PUT settings`` and the console's form send."""
+
+    name: str
+    persona: str | None
+    stored: TenantDefaults
+
+
+def describe_settings(tenant: Tenant) -> dict[str, Any]:
+    """A tenant's settings as the API shows them and the audit log records them."""
+    stored = TenantDefaults.from_json(tenant.settings)
+    return {
+        "name": tenant.name,
+        "persona": tenant.persona,
+        "instructions": stored.instructions,
+        "trigger_mode": stored.trigger_mode,
+        "busy_mode": stored.busy_mode,
+        "allow_users": list(stored.allow_users) if stored.allow_users else None,
+        "allow_chats": list(stored.allow_chats) if stored.allow_chats else None,
+        "tools": list(stored.tools) if stored.tools else None,
+        # -- compression thresholds (hosted) --
+        "compression_threshold": stored.compression_threshold,
+        "hygiene_threshold": stored.hygiene_threshold,
+    }
+
+
+def update_settings(
+    db: Session,
+    *,
+    tenant_id: str,
+    change: TenantSettingsChange,
+    deployment: CompressionSettings,
+    actor: str,
+) -> Tenant | None:
+    """Replace the tenant's settings, audited; ``None``: no such tenant.
+
+    ``deployment`` is what an unset compression threshold falls back to, so the pair
+    that would run is checked.
+
+    Raises:
+        InvalidInput: a setting breaks its rule; nothing changed.
+    """
+    stored = change.stored
+    if not change.name.strip():
+        raise InvalidInput("name must not be empty")
+    check_trigger_mode(stored.trigger_mode)
+    check_tool_patterns(stored.tools)
+    check_compression_thresholds(stored.compression_threshold, stored.hygiene_threshold, deployment)
+    tenant = db.get(Tenant, tenant_id)
+    if tenant is None:
+        return None
+    before = describe_settings(tenant)
+    tenant.name, tenant.persona = change.name, change.persona
+    tenant.settings = stored.to_json()
+    db.flush()
+    audit.record(
+        db,
+        tenant_id=tenant_id,
+        actor=actor,
+        action="settings.update",
+        target=tenant_id,
+        before=before,
+        after=describe_settings(tenant),
+    )
+    return tenant
 
 
 def restore_compaction(

@@ -268,8 +268,9 @@ class Agent:
             )
             scope = UsageScope.of(chat_session, trigger.speaker_id)
             unfinished = journal.pending(trigger)
+            compression = services.compactor.settings_for(db, chat_session.tenant_id)
         assert view is not None
-        self._engine = services.compactor.engine(model, view.state)
+        self._engine = services.compactor.engine(model, view.state, settings=compression)
         return _Loop(view, system_prompt, scope, rounds, tools, unfinished)
 
     def _interrupted(self, loop: _Loop) -> TurnOutcome | None:

@@ -31,7 +31,7 @@ from agent_core.compaction.service import (
     store_engine_state,
     token_calibration,
 )
-from agent_core.compaction.triggers import SessionSize, Trigger, due
+from agent_core.compaction.triggers import Lines, SessionSize, Trigger, due
 from agent_core.config import CompressionSettings
 from agent_core.context import (
     CompressionOutcome,
@@ -43,7 +43,7 @@ from agent_core.context import (
 )
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
-from agent_core.db.models import ChatSession
+from agent_core.db.models import ChatSession, Tenant
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
@@ -52,6 +52,7 @@ from agent_core.prompt.assembler import PromptAssembler
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.view import SessionView, load_view
+from agent_core.tenancy.settings import TenantDefaults, compression_for
 from agent_core.tokens import TokenCounter, rough_tokens
 from agent_core.usage import LedgerModel, Purpose, UsageLedger, UsageScope, compaction_keys
 
@@ -154,7 +155,8 @@ class Compactor:
     """Compacts sessions; one per process, shared by its threads.
 
     Args:
-        settings: the compression settings.
+        settings: the deployment's compression settings (a tenant's thresholds move them
+            for its sessions: :meth:`settings_for`).
         factory: opens units of work.
         counter: counts summaries and rewritten messages.
         models: the main and summary models.
@@ -178,13 +180,44 @@ class Compactor:
         self._models = models
         self._prompts = prompts
 
+    def settings_for(self, db: Session, tenant_id: str) -> CompressionSettings:
+        """The compression settings of a tenant's sessions (its thresholds over ours)."""
+        tenant = db.get(Tenant, tenant_id)
+        return self.tenant_settings(TenantDefaults.from_json(tenant.settings if tenant else None))
+
+    def tenant_settings(self, tenant: TenantDefaults) -> CompressionSettings:
+        """The compression settings under a tenant's stored settings."""
+        return compression_for(self.settings, tenant)
+
+    def lines(self, settings: CompressionSettings) -> Lines | None:
+        """The main model's compaction lines under ``settings``.
+
+        ``None`` when compaction is off or no model is configured.
+        """
+        if not settings.enabled:
+            return None
+        try:
+            model = self._models.main()
+        except ConfigError:
+            return None
+        return Lines.compute(settings, model.context_length, model.max_output_tokens)
+
     def engine(
-        self, model: ChatModel, state: EngineState, *, summary_model: ChatModel | None = None
+        self,
+        model: ChatModel,
+        state: EngineState,
+        *,
+        settings: CompressionSettings,
+        summary_model: ChatModel | None = None,
     ) -> ContextEngine:
-        """The configured context engine for one session state."""
+        """The configured context engine for one session state under ``settings``.
+
+        ``settings`` are the session's (:meth:`settings_for` its tenant), so every rule and
+        gauge judges a session by its own tenant's lines.
+        """
         return create_engine(
-            self.settings.engine,
-            self.settings,
+            settings.engine,
+            settings,
             model=model,
             summary_model=summary_model or self._models.summary(),
             state=state,
@@ -303,15 +336,17 @@ class Compactor:
             read_at = utcnow()
             view = load_view(db, session_id, self._counter, up_to_anchor=up_to_anchor)
             chat_session = db.get(ChatSession, session_id)
-            scope = UsageScope.of(chat_session, user_id) if chat_session is not None else None
-        if view is None or scope is None:
-            return CompactionReport(trigger, RunStatus.NOT_NEEDED)
+            if view is None or chat_session is None:
+                return CompactionReport(trigger, RunStatus.NOT_NEEDED)
+            scope = UsageScope.of(chat_session, user_id)
+            settings = self.settings_for(db, chat_session.tenant_id)
         meter = Meter()
         summary = self._models.summary()
         charged = self._charged(scope, view.summary_version)
         engine = self.engine(
             charged(MeteredModel(main, meter)),
             view.state,
+            settings=settings,
             summary_model=charged(MeteredModel(summary, meter)) if summary else None,
         )
         size = exact_size(view, self._counter, overhead_tokens=overhead_tokens)
@@ -378,7 +413,8 @@ class Compactor:
         chat_session = db.get(ChatSession, session_id)
         if chat_session is None:
             return False
-        engine = self.engine(model, engine_state(chat_session))
+        settings = self.settings_for(db, chat_session.tenant_id)
+        engine = self.engine(model, engine_state(chat_session), settings=settings)
         return bool(due(trigger, row_size(chat_session), engine))
 
     @staticmethod

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, exists, func, select, update
+from sqlalchemy import ColumnElement, Row, case, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.busy import STOP_COMMAND, Waiting
@@ -409,19 +409,28 @@ class SessionRepository:
         )
 
     def idle_sessions(
-        self, *, quiet_since: datetime, min_tokens: int, limit: int = 100
+        self,
+        *,
+        quiet_since: datetime,
+        min_tokens: int,
+        tenant_min_tokens: Mapping[str, int] | None = None,
+        limit: int = 100,
     ) -> list[str]:
         """Current sessions gone quiet that grew since their last compaction.
 
-        Quiet since ``quiet_since``, with ``min_tokens`` or more in active messages, and
-        messages after their last compaction.
+        Quiet since ``quiet_since``, with ``min_tokens`` or more in active messages (a
+        tenant's own line from ``tenant_min_tokens`` for its sessions), and messages after
+        their last compaction.
         """
+        line: ColumnElement[int] | int = min_tokens
+        if tenant_min_tokens:
+            line = case(dict(tenant_min_tokens), value=ChatSession.tenant_id, else_=min_tokens)
         query = (
             select(ChatSession.id)
             .where(
                 ChatSession.is_current.is_(True),
                 ChatSession.last_message_at < quiet_since,
-                ChatSession.active_tokens >= min_tokens,
+                ChatSession.active_tokens >= line,
                 (ChatSession.last_compacted_at.is_(None))
                 | (ChatSession.last_compacted_at < ChatSession.last_message_at),
             )

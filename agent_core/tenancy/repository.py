@@ -49,6 +49,11 @@ class TenancyRepository:
         )
         return [(tenant, int(count)) for tenant, count in self.session.execute(query)]
 
+    def tenant_settings(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tenant's id with its stored settings column."""
+        rows = self.session.execute(select(Tenant.id, Tenant.settings).order_by(Tenant.id))
+        return [(tenant_id, settings or {}) for tenant_id, settings in rows]
+
     def get_bot(self, bot_id: int) -> Bot | None:
         """The bot with this primary key, or ``None``."""
         return self.session.get(Bot, bot_id)

@@ -1,18 +1,20 @@
 """A tenant's stored settings (``tenants.settings``): prompt instructions and bot defaults.
 
 A bot without its own trigger mode, busy mode, allowlists or tool allow-list inherits the tenant's;
-without those either, the deployment's. The JSON column is read through :class:`TenantDefaults`
-so every reader agrees on the keys.
+without those either, the deployment's. The tenant's compression thresholds move the
+deployment's for every session of the tenant. The JSON column is read through
+:class:`TenantDefaults` so every reader agrees on the keys.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.busy import BUSY_MODES, BusyMode
+from agent_core.config import CompressionSettings
 from agent_core.errors import InvalidInput
 
 TRIGGER_MODES = ("mention", "all", "commands")
@@ -30,6 +32,11 @@ class TenantDefaults:
     allow_chats: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     busy_mode: str | None = None
+    # -- compression thresholds (hosted) --
+    compression_threshold: float | None = None
+    """Share of the usable window where the compressor starts, over the deployment's."""
+    hygiene_threshold: float | None = None
+    """Share where the pre-agent safety net starts, over the deployment's."""
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any] | None) -> TenantDefaults:
@@ -47,6 +54,8 @@ class TenantDefaults:
             allow_chats=names("allow_chats"),
             tools=names("tools"),
             busy_mode=data.get("busy_mode") or None,
+            compression_threshold=_fraction(data.get("compression_threshold")),
+            hygiene_threshold=_fraction(data.get("hygiene_threshold")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -58,8 +67,14 @@ class TenantDefaults:
             "allow_chats": list(self.allow_chats) if self.allow_chats else None,
             "tools": list(self.tools) if self.tools else None,
             "busy_mode": self.busy_mode,
+            "compression_threshold": self.compression_threshold,
+            "hygiene_threshold": self.hygiene_threshold,
         }
         return {k: v for k, v in values.items() if v}
+
+
+def _fraction(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and 0 < value < 1 else None
 
 
 def check_trigger_mode(mode: str | None) -> None:
@@ -106,3 +121,48 @@ def effective_trigger_mode(own: str | None, tenant: TenantDefaults, deployment: 
 def effective_busy_mode(own: str | None, tenant: TenantDefaults, deployment: str) -> BusyMode:
     """A bot's own busy mode, else its tenant's, else the deployment's."""
     return BusyMode(own or tenant.busy_mode or deployment)
+
+
+# -- compression thresholds (hosted) --
+
+
+def check_compression_thresholds(
+    compression: float | None, hygiene: float | None, deployment: CompressionSettings
+) -> None:
+    """Refuse thresholds outside (0, 1), or a safety net below the compressor.
+
+    An unset one is the deployment's, so the pair that runs is what is checked.
+
+    Raises:
+        InvalidInput: a share is not strictly between 0 and 1, or the hygiene threshold
+            that would run is below the compression threshold that would run.
+    """
+    for name, value in (("compression_threshold", compression), ("hygiene_threshold", hygiene)):
+        if value is not None and not 0 < value < 1:
+            raise InvalidInput(
+                f"{name} {value} is out of range: use a share of the window between 0 and 1 "
+                "(both excluded), e.g. 0.5"
+            )
+    runs = replace(
+        deployment,
+        threshold=compression or deployment.threshold,
+        hygiene_threshold=hygiene or deployment.hygiene_threshold,
+    )
+    if runs.hygiene_threshold < runs.threshold:
+        raise InvalidInput(
+            f"hygiene_threshold {runs.hygiene_threshold} is below compression_threshold "
+            f"{runs.threshold}: the safety net must not start before the compressor"
+        )
+
+
+def compression_for(deployment: CompressionSettings, tenant: TenantDefaults) -> CompressionSettings:
+    """The compression settings of the tenant's sessions: the deployment's, with its thresholds.
+
+    A safety net left below the compressor (the deployment's thresholds changed since the
+    tenant set its own) is raised to the compressor's line.
+    """
+    if tenant.compression_threshold is None and tenant.hygiene_threshold is None:
+        return deployment
+    threshold = tenant.compression_threshold or deployment.threshold
+    hygiene = tenant.hygiene_threshold or deployment.hygiene_threshold
+    return replace(deployment, threshold=threshold, hygiene_threshold=max(hygiene, threshold))

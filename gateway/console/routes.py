@@ -200,7 +200,7 @@ def sessionspage(
         rows = [
             {
                 "session": SessionOut(**session_fields(s)),
-                "gauge": views.gauge_view(session_gauge(runtime, s)),
+                "gauge": views.gauge_view(session_gauge(runtime, db, s)),
             }
             for s in listed
         ]
@@ -235,7 +235,7 @@ def sessionpage(
         in_effect = repo.latest_in_effect(session_id)
         context = {
             "session": SessionOut(**session_fields(s)),
-            "gauge": views.gauge_view(session_gauge(runtime, s)),
+            "gauge": views.gauge_view(session_gauge(runtime, db, s)),
             "timeline": [
                 {
                     "compaction": compaction_out(c),

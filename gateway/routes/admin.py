@@ -40,7 +40,7 @@ from agent_core.tenancy.settings import (
 from agent_core.tools.mcp.tenants import server_transports
 from gateway.dependencies import get_runtime
 from gateway.errors import documented
-from workers.runtime import Runtime, compaction_lines
+from workers.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +198,10 @@ BUSY_MODE_HELP = f"one of {', '.join(BUSY_MODES)}: what messages arriving during
 class TenantSettings(Strict):
     """What a tenant stores; persona and instructions are read by the tenant's next turn.
 
-    The bot defaults apply to each of its bots that has no value of its own, from the
-    gateway's next start (bots are read on start).
+    The bot defaults apply to each of its bots that has no value of its own: at once in
+    the process that took the change, within ``HUBBUB_SETTINGS_REFRESH_SECONDS`` in the
+    others. The compression thresholds are used by every compaction decision of its
+    sessions from their next turn or check.
     """
 
     name: str = Field(min_length=1, max_length=200)
@@ -217,6 +219,21 @@ class TenantSettings(Strict):
     allow_chats: list[str] | None = Field(None, max_length=1000, description="default for bots")
     tools: ToolsField = Field(
         None, max_length=200, description="default tool allow-list for bots (fnmatch patterns)"
+    )
+    # -- compression thresholds (hosted) --
+    compression_threshold: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="share of the usable window where its sessions are compacted; "
+        "null: the deployment's (HUBBUB_COMPRESSION_THRESHOLD)",
+    )
+    hygiene_threshold: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="share where the pre-agent safety net compacts, not below "
+        "compression_threshold; null: the deployment's (HUBBUB_COMPRESSION_HYGIENE_THRESHOLD)",
     )
 
 
@@ -425,20 +442,6 @@ def _tenant_out(tenant: Tenant) -> TenantOut:
     return TenantOut(id=tenant.id, name=tenant.name, created_at=tenant.created_at)
 
 
-def _settings_of(tenant: Tenant) -> dict[str, Any]:
-    stored = TenantDefaults.from_json(tenant.settings)
-    return {
-        "name": tenant.name,
-        "persona": tenant.persona,
-        "instructions": stored.instructions,
-        "trigger_mode": stored.trigger_mode,
-        "busy_mode": stored.busy_mode,
-        "allow_users": list(stored.allow_users) if stored.allow_users else None,
-        "allow_chats": list(stored.allow_chats) if stored.allow_chats else None,
-        "tools": list(stored.tools) if stored.tools else None,
-    }
-
-
 def bot_out(bot: Bot) -> BotOut:
     """A bot as the API and the console show it."""
     options = bot.settings or {}
@@ -516,14 +519,15 @@ def compaction_out(c: Compaction) -> CompactionOut:
     )
 
 
-def session_gauge(runtime: Runtime, s: ChatSession) -> Gauge:
-    """How full ``s`` is, against this deployment's window and compaction lines."""
+def session_gauge(runtime: Runtime, db: Session, s: ChatSession) -> Gauge:
+    """How full ``s`` is, against the window and its tenant's compaction lines."""
     window: int | None = None
     try:
         window = runtime.models.main().context_length
     except ConfigError:
         window = None
-    lines = compaction_lines(runtime.settings, runtime.models)
+    compactor = runtime.compactor
+    lines = compactor.lines(compactor.settings_for(db, s.tenant_id))
     return Gauge(
         stored_tokens=s.active_tokens,
         last_prompt_tokens=s.last_prompt_tokens,
@@ -586,7 +590,7 @@ def list_tenants(
 
 def _settings_out(db: Session, tenant: Tenant) -> TenantSettingsOut:
     servers = [McpServerOut(name=n, transport=t) for n, t in server_transports(db, tenant.id)]
-    return TenantSettingsOut(**_settings_of(tenant), mcp_servers=servers)
+    return TenantSettingsOut(**operations.describe_settings(tenant), mcp_servers=servers)
 
 
 @router.get("/tenants/{tenant}/settings")
@@ -601,24 +605,36 @@ def get_settings(access: TenantAccess) -> TenantSettingsOut:
 @router.put("/tenants/{tenant}/settings")
 def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOut:
     """Replace the tenant's settings; the next turn of each of its sessions uses them."""
-    stored = TenantDefaults(
-        instructions=body.instructions or None,
-        trigger_mode=body.trigger_mode,
-        busy_mode=body.busy_mode,
-        allow_users=tuple(body.allow_users) if body.allow_users else None,
-        allow_chats=tuple(body.allow_chats) if body.allow_chats else None,
-        tools=tuple(body.tools) if body.tools else None,
+    change = operations.TenantSettingsChange(
+        name=body.name,
+        persona=body.persona,
+        stored=TenantDefaults(
+            instructions=body.instructions or None,
+            trigger_mode=body.trigger_mode,
+            busy_mode=body.busy_mode,
+            allow_users=tuple(body.allow_users) if body.allow_users else None,
+            allow_chats=tuple(body.allow_chats) if body.allow_chats else None,
+            tools=tuple(body.tools) if body.tools else None,
+            compression_threshold=body.compression_threshold,
+            hygiene_threshold=body.hygiene_threshold,
+        ),
     )
-    with transaction(access.runtime.factory) as db:
-        tenant = db.get(Tenant, access.tenant_id)
-        assert tenant is not None
-        before = _settings_of(tenant)
-        tenant.name, tenant.persona = body.name, body.persona
-        tenant.settings = stored.to_json()
-        db.flush()
-        after = _settings_of(tenant)
-        _record(db, access, "settings.update", access.tenant_id, before=before, after=after)
-        return _settings_out(db, tenant)
+    try:
+        with transaction(access.runtime.factory) as db:
+            tenant = operations.update_settings(
+                db,
+                tenant_id=access.tenant_id,
+                change=change,
+                deployment=access.runtime.settings.compression,
+                actor=access.actor,
+            )
+            if tenant is None:
+                raise _not_found("tenant")
+            out = _settings_out(db, tenant)
+    except InvalidInput as exc:
+        raise AdminError(422, str(exc)) from None
+    access.runtime.bots.forget(access.tenant_id)
+    return out
 
 
 # --- bots ---------------------------------------------------------------------------------
@@ -661,7 +677,12 @@ def get_bot(access: TenantAccess, bot: int) -> BotOut:
 
 @router.put("/tenants/{tenant}/bots/{bot}")
 def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
-    """Change a bot's behaviour or rotate its credentials (the gateway reads bots on start)."""
+    """Change a bot's behaviour or rotate its credentials.
+
+    Messages are judged by the new trigger mode and allowlists at once in this process and
+    within ``HUBBUB_SETTINGS_REFRESH_SECONDS`` in the others; a bot's platform connection
+    (a new bot, a new token or API base) starts with the gateway's next start.
+    """
     with transaction(access.runtime.factory) as db:
         row = _bot_or_404(db, access, bot)
         before = bot_out(row).model_dump()
@@ -680,6 +701,7 @@ def update_bot(access: TenantAccess, bot: int, body: BotUpdate) -> BotOut:
         out = bot_out(row)
         after = out.model_dump() | ({"credentials_rotated": True} if rotated else {})
         _record(db, access, "bot.update", f"bot:{bot}", before=before, after=after)
+    access.runtime.bots.forget(access.tenant_id)
     return out
 
 
@@ -692,6 +714,7 @@ def delete_bot(access: TenantAccess, bot: int) -> Response:
         db.delete(row)
         db.flush()
         _record(db, access, "bot.delete", f"bot:{bot}", before=before)
+    access.runtime.bots.forget(access.tenant_id)
     return Response(status_code=204)
 
 
@@ -720,7 +743,7 @@ def get_session(access: TenantAccess, session_id: SessionId) -> SessionDetail:
         s = _session_or_404(db, access, session_id)
         return SessionDetail(
             **session_fields(s),
-            gauge=session_gauge(access.runtime, s),
+            gauge=session_gauge(access.runtime, db, s),
             ended_at=s.ended_at,
             has_summary=bool(s.summary),
             prompt_built_at=s.prompt_built_at,

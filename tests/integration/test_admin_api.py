@@ -417,7 +417,16 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
     response = client.put(url, json=new, headers=auth)
     assert response.status_code == 200, response.text
     unset = dict.fromkeys(
-        ("instructions", "trigger_mode", "allow_users", "allow_chats", "tools", "busy_mode")
+        (
+            "instructions",
+            "trigger_mode",
+            "allow_users",
+            "allow_chats",
+            "tools",
+            "busy_mode",
+            "compression_threshold",
+            "hygiene_threshold",
+        )
     )
     new |= unset
     assert client.get(url, headers=auth).json() == new | {"mcp_servers": []}

@@ -664,8 +664,27 @@ class TestOperations:
             for suffix in suffixes.get(family.type, ("",))
         }
         titles = " ".join(p["title"].lower() for p in dashboard["panels"])
-        for topic in ("turns", "latency", "tokens", "compactions", "deliveries", "429"):
+        for topic in (
+            "turns",
+            "latency",
+            "tokens",
+            "compactions",
+            "deliveries",
+            "429",
+            "cost per tenant",
+            "refusals",
+        ):
             assert topic in titles, topic
+        by_title = {p["title"].lower(): p for p in dashboard["panels"]}
+        (cost,) = [p for t, p in by_title.items() if t.startswith("cost per tenant")]
+        (refusals,) = [p for t, p in by_title.items() if "refusals" in t]
+        for panel, metric in (
+            (cost, "hubbub_tenant_cost_usd_total"),
+            (refusals, "hubbub_tenant_budget_refusals_total"),
+        ):
+            assert any(
+                metric in t["expr"] and "by (tenant)" in t["expr"] for t in panel["targets"]
+            ), panel["title"]
         charted = set()
         for panel in dashboard["panels"]:
             for target in panel["targets"]:
