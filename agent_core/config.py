@@ -110,6 +110,14 @@ DEFAULT_WEBCHAT_COOKIE_DAYS = 365
 """How long a public web chat browser keeps its conversations."""
 DEFAULT_CONSOLE_SESSION_HOURS = 8
 """A working day: a console sign-in lasts this long, then the key is asked again."""
+# Streamed replies (issue 13 §1).
+DEFAULT_STREAMING = True
+DEFAULT_STREAM_EDIT_INTERVAL_SECONDS = 1.5
+"""Telegram: at most one draft call per streamed reply this often (1 message/s per chat)."""
+DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS = 1.0
+"""Discord's message-edit bucket allows 5 per 5 s per channel: one a second stays inside."""
+DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS = 1.0
+"""Slack posts at most about 1 message/s per channel; ``chat.update`` counts the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +391,15 @@ class Settings(BaseSettings):
     """Turns per sender and bot, e.g. ``10/minute;100/hour``; empty or ``off``: no limit."""
     rate_limit_chat: str = DEFAULT_RATE_LIMIT_CHAT
     """Turns per chat and bot, same notation."""
+
+    # Streamed replies (issue 13 §1).
+    streaming: bool = DEFAULT_STREAMING
+    """Replies grow in their platform message while the model writes (``on``/``off``); a
+    bot's ``streaming`` setting overrides it. Web chat is not streamed this way."""
+    stream_edit_interval: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SECONDS, gt=0)
+    """Seconds between draft calls (send or edit) of one streamed reply on Telegram."""
+    stream_edit_interval_discord: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS, gt=0)
+    stream_edit_interval_slack: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS, gt=0)
 
     otel_exporter_otlp_endpoint: str | None = Field(
         None,

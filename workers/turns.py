@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,6 +35,7 @@ from agent_core.tenancy.settings import TenantDefaults
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
+from workers.streaming import StreamService
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ class TurnRunner:
         self._services = services
         self._factory: sessionmaker[Session] = services.factory
         self._delivery = delivery
+        self._streams = StreamService(settings, services.factory, delivery.draft_editor)
         self._stopping = stopping
         self.dispatcher: Dispatcher | None = None
 
@@ -270,6 +273,8 @@ class TurnRunner:
                     None,
                     None,
                 )
+            # Streamed replies grow in their platform message while the model writes.
+            request = replace(request, on_text=self._streams.open(chat_session, message))
         self._delivery.typing(chat_session)
         return None, request, None
 

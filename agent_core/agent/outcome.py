@@ -8,7 +8,7 @@ from enum import StrEnum
 from agent_core.compaction.runner import CompactionReport
 from agent_core.db.models import MessageKind
 from agent_core.errors import ProviderError
-from agent_core.llm.model import Usage
+from agent_core.llm.model import TextSink, Usage
 
 
 class TurnEnd(StrEnum):
@@ -44,6 +44,9 @@ class TurnRequest:
     """The person being answered (budgets and usage per user)."""
     instructions: str | None = None
     """The tenant's instructions, added to the operator's in the prompt."""
+    on_text: TextSink | None = None
+    """Where the reply's text goes while the model streams it (the worker's draft
+    streamer); ``None``: not streamed. The agent itself still delivers nothing."""
 
 
 @dataclass(frozen=True, slots=True)
