@@ -70,7 +70,7 @@ class TestCoalescer:
     def test_a_reply_past_the_limit_continues_in_a_new_message(self) -> None:
         coalescer = DraftCoalescer(interval=0, limit=20)
         words = "alpha beta gamma delta epsilon zeta eta theta "
-        stream = [(i, words[: i + 1]) for i in range(len(words))]
+        stream = [(float(i), words[: i + 1]) for i in range(len(words))]
 
         calls = _drive(coalescer, stream)
 
