@@ -109,6 +109,10 @@ class DraftCoalescer:
             self.shown[call.part] = call.text
         self._next_at = now + self.interval
 
+    def wait_seconds(self, now: float) -> float:
+        """How long until the next call is allowed (the final edit waits this out too)."""
+        return max(0.0, self._next_at - now)
+
     def hold(self, seconds: float, now: float) -> None:
         """Make no call for ``seconds`` (the platform asked us to wait, or a call failed)."""
         self._next_at = max(self._next_at, now + seconds)

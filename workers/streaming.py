@@ -110,6 +110,13 @@ class DraftStreamer:
             )
             self.stopped = True
 
+    def before_final(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Wait out the interval since the last draft call: the final edit counts too."""
+        if self._coalescer is not None and self._ids:
+            wait = self._coalescer.wait_seconds(self._clock())
+            if wait:
+                sleep(wait)
+
     def _advance(self, text: str) -> None:
         coalescer = self._coalescer or self._resume()
         if coalescer is None:

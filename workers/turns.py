@@ -35,7 +35,7 @@ from agent_core.tenancy.settings import TenantDefaults
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
-from workers.streaming import StreamService
+from workers.streaming import DraftStreamer, StreamService
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +296,8 @@ class TurnRunner:
             assert found is not None
             stored = agent.finish(db, found[0], outcome, found[1])
         self._count(request, outcome)
+        if isinstance(request.on_text, DraftStreamer):
+            request.on_text.before_final()
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)
         return stored.outbox_id, outcome

@@ -123,3 +123,12 @@ class TestCoalescer:
     def test_bad_settings_are_refused(self, interval: float, limit: int, message: str) -> None:
         with pytest.raises(ValueError, match=message):
             DraftCoalescer(interval=interval, limit=limit)
+
+
+def test_the_final_edit_waits_out_the_interval() -> None:
+    coalescer = DraftCoalescer(interval=1.5, limit=4096)
+    assert coalescer.wait_seconds(0) == 0
+    coalescer.done(DraftCall(DraftAction.POST, 0, "Hello"), 10)
+
+    assert coalescer.wait_seconds(10.5) == pytest.approx(1.0)
+    assert coalescer.wait_seconds(12) == 0
