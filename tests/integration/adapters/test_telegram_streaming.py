@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from adapters.telegram.chunks import render_chunks
+from agent_core.db.models import OutboxEntry
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
+from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.telegram import (
     TOKEN,
     FakeTelegram,
@@ -184,3 +187,38 @@ def test_a_worker_killed_mid_stream_ends_with_one_message(
     assert len(telegram.sent_messages(chat)) == 1, "the draft was edited, not posted again"
     assert len(fake_llm.chat_requests()) == 2, "the turn ran again"
     _assert_clean_edits(telegram, chat)
+
+
+def test_a_draft_post_with_a_lost_answer_is_marked_never_doubled(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    telegram: FakeTelegram,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    fake_llm.queue_replies(ScriptedReply(REPLY))
+    telegram.after_next("sendMessage", AfterPost.drop_connection())
+    env = _env(sqlite_db, tmp_path, fake_llm, telegram, streaming="on")
+    gateway = gateway_factory(settings_from_env(env))
+    chat = 4_200_004
+    telegram.push_update(retarget(payload("private_text"), chat))
+
+    state = wait_until(
+        lambda: _outbox_state(gateway) in ("unknown", "sent") and _outbox_state(gateway),
+        timeout=90,
+        what="the reply's outcome",
+    )
+
+    assert state == "unknown", "Telegram cannot say whether the draft exists: marked"
+    assert len(telegram.messages(chat)) == 1, "the draft that may exist was not posted again"
+    (draft,) = telegram.sent_messages(chat)
+    assert "parse_mode" not in draft, "it was the plain-text draft"
+    assert REPLY.startswith(draft["_visible"])
+    assert telegram.calls("editMessageText") == []
+
+
+def _outbox_state(gateway: GatewayServer) -> str | None:
+    with gateway.runtime.factory() as db:
+        state = db.scalar(select(OutboxEntry.state))
+    return str(state) if state is not None else None
