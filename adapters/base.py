@@ -234,6 +234,39 @@ RETRY_LATER_SECONDS = 5
 """What a 503 tells a platform (or the page) to wait before it retries."""
 
 
+class DraftEditor(ABC):
+    """What a deliverer that streams replies adds: post a draft message, then edit it.
+
+    Drafts are plain text; the final delivery (:meth:`Deliverer.deliver` with
+    ``streamed_ids``) edits them into the formatted reply. An edit is idempotent, so a
+    failed one may always be tried again; a post whose request may have arrived may not.
+    """
+
+    draft_limit: ClassVar[int]
+    """Most characters one draft message holds, as :meth:`draft_length` counts them."""
+
+    @staticmethod
+    def draft_length(text: str) -> int:
+        """The length of ``text`` as the platform counts it (characters by default)."""
+        return len(text)
+
+    @abstractmethod
+    async def post_draft(self, target: ChatTarget, text: str) -> str:
+        """Post a new draft message; returns its id (the form ``deliver`` returns).
+
+        Raises:
+            DeliveryError: not posted (``maybe_sent`` when it may have been anyway).
+        """
+
+    @abstractmethod
+    async def edit_draft(self, target: ChatTarget, message_id: str, text: str) -> None:
+        """Replace a draft message's text (unchanged text is no error).
+
+        Raises:
+            DeliveryError: not edited; ``retry_after`` when rate limited.
+        """
+
+
 @dataclass(frozen=True, slots=True)
 class WebhookResponse:
     """What the gateway answers the platform."""

@@ -106,10 +106,15 @@ class OutboundMessage(BaseModel):
     unsettled_since: datetime | None = None
     """An attempt that began then may have posted chunks after ``delivered_chunks``: the
     deliverer settles that before it sends them again, or refuses to send."""
+    streamed_ids: tuple[str, ...] = ()
+    """Draft messages the reply was streamed into, in order: chunk ``i`` is an edit of
+    ``streamed_ids[i]`` instead of a new message, and drafts left over are removed."""
+    stream_unsettled: bool = False
+    """A further draft message may have been posted without its id being recorded."""
 
 
 class ChatTarget(BaseModel):
-    """Where to show a typing indicator."""
+    """Where to show a typing indicator or stream a reply's drafts."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -117,3 +122,6 @@ class ChatTarget(BaseModel):
     bot_name: str = "default"
     chat_id: str
     thread_id: str = ""
+    chat_type: ChatType = "private"
+    reply_to_message_id: str | None = None
+    """The message a streamed reply answers (quoted in groups, like the first chunk)."""

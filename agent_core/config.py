@@ -120,6 +120,14 @@ DEFAULT_BUSY_MODE: BusyModeName = "collect"
 the burst, not one per line (OpenClaw's default queue mode is ``collect`` too)."""
 DEFAULT_COLLECT_WINDOW_SECONDS = 2.0
 """A working day: a console sign-in lasts this long, then the key is asked again."""
+# Streamed replies (issue 13 §1).
+DEFAULT_STREAMING = True
+DEFAULT_STREAM_EDIT_INTERVAL_SECONDS = 1.5
+"""Telegram: at most one draft call per streamed reply this often (1 message/s per chat)."""
+DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS = 1.0
+"""Discord's message-edit bucket allows 5 per 5 s per channel: one a second stays inside."""
+DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS = 1.0
+"""Slack posts at most about 1 message/s per channel; ``chat.update`` counts the same."""
 
 # Images (issue 13 §4) ---------------------------------------------------------------------
 DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024
@@ -421,6 +429,14 @@ class Settings(BaseSettings):
     settings_refresh_seconds: float = Field(DEFAULT_SETTINGS_REFRESH_SECONDS, gt=0, le=3600)
     """A change to a tenant's or bot's settings made elsewhere (another gateway, the CLI)
     is seen by this process within this many seconds; its own admin API's at once."""
+    # Streamed replies (issue 13 §1).
+    streaming: bool = DEFAULT_STREAMING
+    """Replies grow in their platform message while the model writes (``on``/``off``); a
+    bot's ``streaming`` setting overrides it. Web chat is not streamed this way."""
+    stream_edit_interval: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SECONDS, gt=0)
+    """Seconds between draft calls (send or edit) of one streamed reply on Telegram."""
+    stream_edit_interval_discord: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS, gt=0)
+    stream_edit_interval_slack: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS, gt=0)
 
     otel_exporter_otlp_endpoint: str | None = Field(
         None,

@@ -293,7 +293,7 @@ class WindowedFakeLLM(FakeLLM):
         self.windows: dict[str, int] = {}
         """Model name (as sent, without ``openai/``) -> window; empty: accept anything."""
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/chat/completions``, with the window check first."""
         if self.windows:
             body = await request.json()  # aiohttp caches the body for the second read

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,14 +27,19 @@ from tenacity import (
     wait_exponential,
 )
 
-from adapters.base import Deliverer, DeliveryError
+from adapters.base import Deliverer, DeliveryError, DraftEditor
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.registry import create_deliverer
 from agent_core import tracing
 from agent_core.db.base import utcnow
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession
-from agent_core.outbox.repository import ClaimedReply, DeliveryRecord, OutboxRepository
+from agent_core.outbox.repository import (
+    ClaimedReply,
+    DeliveryRecord,
+    OutboxRepository,
+    StreamedMessages,
+)
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
@@ -56,7 +61,9 @@ DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 """What a lost connection or a restarting database raises."""
 
 
-def _outbound(claim: ClaimedReply, bot_name: str) -> OutboundMessage:
+def _outbound(
+    claim: ClaimedReply, bot_name: str, streamed: StreamedMessages | None
+) -> OutboundMessage:
     return OutboundMessage(
         platform=claim.platform,
         bot_name=bot_name,
@@ -69,6 +76,8 @@ def _outbound(claim: ClaimedReply, bot_name: str) -> OutboundMessage:
         delivered_chunks=claim.delivered_chunks,
         delivered_ids=tuple(claim.platform_message_ids),
         unsettled_since=claim.unsettled_since,
+        streamed_ids=tuple(streamed.message_ids) if streamed is not None else (),
+        stream_unsettled=streamed is not None and streamed.unsettled,
     )
 
 
@@ -125,7 +134,10 @@ class DeliveryService:
     def _deliver(self, outbox_id: int) -> bool:
         # The claim is durable: it must be on disk before anything reaches the platform.
         with transaction(self._factory) as db:
-            claim = OutboxRepository.from_session(db).claim(outbox_id, claim_seconds=CLAIM_SECONDS)
+            repo = OutboxRepository.from_session(db)
+            claim = repo.claim(outbox_id, claim_seconds=CLAIM_SECONDS)
+            # The draft messages a streamed reply grew in: the delivery edits them.
+            streamed = repo.streamed(claim.trigger_message_id) if claim is not None else None
         if claim is None:
             return False
         try:
@@ -137,7 +149,7 @@ class DeliveryService:
             return False
         try:
             ids = loop.run(
-                deliverer.deliver(_outbound(claim, deliverer.config.bot_name)),
+                deliverer.deliver(_outbound(claim, deliverer.config.bot_name, streamed)),
                 timeout=SEND_TIMEOUT_SECONDS,
             )
         except DeliveryError as exc:
@@ -239,6 +251,23 @@ class DeliveryService:
                 return write(OutboxRepository.from_session(db))
 
         return self._record_retrying(attempt)
+
+    def draft_editor(
+        self, bot_id: int
+    ) -> tuple[DraftEditor, dict[str, Any], BackgroundLoop] | None:
+        """The bot's deliverer as a draft editor (with its options), if it can stream.
+
+        Drafts go through the very deliverer that delivers the bot's replies, so whatever
+        paces its platform calls paces the drafts too.
+        """
+        try:
+            deliverer, loop = self._deliverer(bot_id)
+        except Exception:
+            log.warning("no deliverer to stream with", extra={"bot_id": bot_id}, exc_info=True)
+            return None
+        if not isinstance(deliverer, DraftEditor):
+            return None
+        return deliverer, deliverer.config.extra, loop
 
     def typing(self, chat_session: ChatSession) -> None:
         """Show a typing indicator in the session's chat; never fails the turn."""

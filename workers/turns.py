@@ -46,6 +46,7 @@ from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
 from workers.media import MediaFetchStep
+from workers.streaming import DraftStreamer, StreamService
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,7 @@ class TurnRunner:
         self._media = media
         self._factory: sessionmaker[Session] = services.factory
         self._delivery = delivery
+        self._streams = StreamService(settings, services.factory, delivery.draft_editor)
         self._stopping = stopping
         self.dispatcher: Dispatcher | None = None
 
@@ -321,6 +323,8 @@ class TurnRunner:
                     None,
                     None,
                 )
+            # Streamed replies grow in their platform message while the model writes.
+            request = replace(request, on_text=self._streams.open(chat_session, message))
         self._delivery.typing(chat_session)
         return None, request, None
 
@@ -345,6 +349,8 @@ class TurnRunner:
             if stopped is not None and stopped.stop and stored.closed:
                 stored = replace(stored, outbox_id=self._confirm_stop(db, found[1], stopped.by))
         self._count(request, outcome)
+        if isinstance(request.on_text, DraftStreamer):
+            request.on_text.before_final()
         if stored.compact_later and self.dispatcher is not None:
             self.dispatcher.kick_compaction(request.session_id)
         return stored.outbox_id, outcome

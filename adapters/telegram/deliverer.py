@@ -9,6 +9,11 @@ to the topic. Per chunk:
   to markup.
 - ``ChatMigrated`` (a group became a supergroup): send to the new chat id.
 
+A streamed reply (``streamed_ids``, see :mod:`workers.streaming`) is finished by editing its
+draft messages into the chunks instead of sending them (``editMessageText``; "message is
+not modified" is success, and an edit may always be repeated), then sending any chunks
+past them and deleting drafts left over.
+
 Never twice: only a failure that proves the chunk was not posted (refused, rate limited,
 connection refused: :mod:`adapters.telegram.errors`) may be retried, and a retry starts
 after the chunks already delivered. A chunk whose request may have arrived (a timeout, a
@@ -27,9 +32,9 @@ from telegram import Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, ChatMigrated, RetryAfter, TelegramError
 
-from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress
+from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress, DraftEditor
 from adapters.messages import ChatTarget, OutboundMessage
-from adapters.telegram.chunks import Chunk, render_chunks
+from adapters.telegram.chunks import MESSAGE_LIMIT, Chunk, render_chunks, utf16_length
 from adapters.telegram.client import READ_TIMEOUT_SECONDS, build_bot, retry_after_seconds
 from adapters.telegram.errors import SendOutcome, send_outcome
 from adapters.telegram.ids import compose_message_id, parse_message_id
@@ -43,6 +48,8 @@ TYPING_REFRESH_SECONDS = 4.0
 TYPING_MAX_SECONDS = 120.0
 """Stop refreshing the indicator after this long even if no reply came (the turn failed)."""
 PARSE_ERROR_MARKERS = ("can't parse entities", "can't find end of", "unsupported start tag")
+NOT_MODIFIED_MARKER = "message is not modified"
+GONE_MARKERS = ("message to delete not found", "message to edit not found")
 
 
 def is_parse_error(error: BadRequest) -> bool:
@@ -82,8 +89,8 @@ class _WaitBudget:
         return True
 
 
-class TelegramDeliverer(Deliverer):
-    """Delivers one bot's replies and typing indicators through the Bot API.
+class TelegramDeliverer(Deliverer, DraftEditor):
+    """Delivers one bot's replies, their drafts and typing indicators through the Bot API.
 
     Raises:
         TelegramConfigError: at construction, when the bot has no token.
@@ -95,6 +102,9 @@ class TelegramDeliverer(Deliverer):
     send_timeout_seconds = READ_TIMEOUT_SECONDS
     """How long one ``sendMessage`` waits for Telegram's answer; after that its outcome is
     unknown."""
+
+    draft_limit = MESSAGE_LIMIT
+    draft_length = staticmethod(utf16_length)
 
     def __init__(self, config: BotConfig) -> None:
         super().__init__(config)
@@ -132,7 +142,9 @@ class TelegramDeliverer(Deliverer):
         """
         self._stop_typing(message.chat_id, message.thread_id)
         progress = DeliveryProgress(message)
-        if progress.unsettled:
+        streamed = message.streamed_ids
+        # Past the drafts every chunk is a new message: an unsettled one cannot be resent.
+        if (progress.unsettled and progress.chunks >= len(streamed)) or message.stream_unsettled:
             raise progress.unknown(
                 "an earlier attempt was interrupted mid-send and Telegram cannot tell whether "
                 "it posted the reply; not resent, so nothing is sent twice"
@@ -144,6 +156,10 @@ class TelegramDeliverer(Deliverer):
         budget = _WaitBudget(self.rate_limit_budget_seconds)
         for index in range(progress.chunks, len(chunks)):
             try:
+                if index < len(streamed):
+                    await self._edit(streamed[index], chunks[index], budget)
+                    progress.delivered([streamed[index]])
+                    continue
                 result = await self._send(
                     chat_id, chunks[index], thread, reply if index == 0 else None, budget
                 )
@@ -151,7 +167,69 @@ class TelegramDeliverer(Deliverer):
                 raise _delivery_error(failure, progress, total=len(chunks)) from failure
             chat_id = str(result.chat_id)
             progress.delivered([compose_message_id(result.chat_id, result.message_id)])
+        for leftover in streamed[len(chunks) :]:
+            await self._delete(leftover)
         return progress.ids
+
+    async def post_draft(self, target: ChatTarget, text: str) -> str:
+        """Post a plain-text draft (in a group, quoting the message it answers).
+
+        Raises:
+            DeliveryError: refused or rate limited (``retry_after``), or ``maybe_sent``
+                when the request may have arrived.
+        """
+        self._stop_typing(target.chat_id, target.thread_id)
+        reply = None
+        if target.chat_type == "group" and target.reply_to_message_id:
+            reply = self._reply_parameters(
+                OutboundMessage(
+                    platform=target.platform,
+                    chat_id=target.chat_id,
+                    chat_type=target.chat_type,
+                    text="",
+                    reply_to_message_id=target.reply_to_message_id,
+                    delivery_id="",
+                )
+            )
+        try:
+            result = await self._bot.send_message(
+                chat_id=target.chat_id,
+                text=text,
+                message_thread_id=int(target.thread_id) if target.thread_id else None,
+                reply_parameters=reply,
+                read_timeout=self.send_timeout_seconds,
+            )
+        except RetryAfter as exc:
+            raise DeliveryError(
+                f"Telegram rate limit: {exc}", retryable=True, retry_after=retry_after_seconds(exc)
+            ) from exc
+        except TelegramError as exc:
+            outcome = send_outcome(exc)
+            raise DeliveryError(
+                f"Telegram did not take the draft: {exc}",
+                retryable=outcome is SendOutcome.NEVER_SENT,
+                maybe_sent=outcome is SendOutcome.UNKNOWN,
+            ) from exc
+        return compose_message_id(result.chat_id, result.message_id)
+
+    async def edit_draft(self, target: ChatTarget, message_id: str, text: str) -> None:
+        """Replace a draft's text with plain ``text``.
+
+        Raises:
+            DeliveryError: not edited (``retry_after`` when rate limited).
+        """
+        chat_id, number = parse_message_id(message_id)
+        try:
+            await self._bot.edit_message_text(text=text, chat_id=chat_id, message_id=number)
+        except RetryAfter as exc:
+            raise DeliveryError(
+                f"Telegram rate limit: {exc}", retryable=True, retry_after=retry_after_seconds(exc)
+            ) from exc
+        except BadRequest as exc:
+            if NOT_MODIFIED_MARKER not in exc.message.lower():
+                raise DeliveryError(f"Telegram refused the edit: {exc}", retryable=False) from exc
+        except TelegramError as exc:
+            raise DeliveryError(f"Telegram edit failed: {exc}", retryable=True) from exc
 
     async def send_typing(self, target: ChatTarget) -> None:
         """Show "typing…" and keep it up until the reply to that chat is delivered."""
@@ -229,6 +307,47 @@ class TelegramDeliverer(Deliverer):
                     retryable=outcome is SendOutcome.NEVER_SENT,
                     maybe_sent=outcome is SendOutcome.UNKNOWN,
                 ) from exc
+
+    async def _edit(self, message_id: str, chunk: Chunk, budget: _WaitBudget) -> None:
+        """Edit a streamed draft into its final chunk; repeating an edit is harmless."""
+        chat_id, number = parse_message_id(message_id)
+        as_html = bool(chunk.html.strip())
+        while True:
+            try:
+                await self._bot.edit_message_text(
+                    text=chunk.html if as_html else chunk.plain,
+                    chat_id=chat_id,
+                    message_id=number,
+                    parse_mode=ParseMode.HTML if as_html else None,
+                    read_timeout=self.send_timeout_seconds,
+                )
+                return
+            except RetryAfter as exc:
+                wait = retry_after_seconds(exc)
+                if not budget.spend(wait):
+                    raise _SendFailed(exc, retryable=True, retry_after=wait) from exc
+                log.info("Telegram rate limit; waiting", extra={"retry_after": wait})
+                await asyncio.sleep(wait)
+            except BadRequest as exc:
+                if NOT_MODIFIED_MARKER in exc.message.lower():
+                    return
+                if not (as_html and is_parse_error(exc)):
+                    raise _SendFailed(exc, retryable=False) from exc
+                as_html = False
+            except TelegramError as exc:
+                # The edit may have arrived, but making it again changes nothing.
+                raise _SendFailed(exc, retryable=True) from exc
+
+    async def _delete(self, message_id: str) -> None:
+        """Remove a draft the final reply did not need; one already gone is fine."""
+        chat_id, number = parse_message_id(message_id)
+        try:
+            await self._bot.delete_message(chat_id=chat_id, message_id=number)
+        except BadRequest as exc:
+            if not any(marker in exc.message.lower() for marker in GONE_MARKERS):
+                log.warning("a leftover draft could not be deleted", extra={"error": exc.message})
+        except TelegramError as exc:
+            log.warning("a leftover draft could not be deleted", extra={"error": str(exc)})
 
     async def _chat_action(self, target: ChatTarget) -> bool:
         try:

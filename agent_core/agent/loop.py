@@ -479,7 +479,11 @@ class Agent:
                 *_valid_for_provider(self._messages(loop, engine)),
             ]
             try:
-                result = model.complete(request, tools=tools.schemas if tools else None)
+                result = model.complete(
+                    request,
+                    tools=tools.schemas if tools else None,
+                    on_text=self.request.on_text,
+                )
             except ContextOverflow as error:
                 loop.errors.append(error)
                 if not enabled:

@@ -9,7 +9,7 @@ from agent_core.busy import BusyMode, Interruption
 from agent_core.compaction.runner import CompactionReport
 from agent_core.db.models import MessageKind
 from agent_core.errors import ProviderError
-from agent_core.llm.model import Usage
+from agent_core.llm.model import TextSink, Usage
 
 
 class TurnEnd(StrEnum):
@@ -50,6 +50,9 @@ class TurnRequest:
     busy_mode: BusyMode = BusyMode.STEER
     """What messages arriving meanwhile do (:mod:`agent_core.busy`); the library default
     steers them into a running tool loop."""
+    on_text: TextSink | None = None
+    """Where the reply's text goes while the model streams it (the worker's draft
+    streamer); ``None``: not streamed. The agent itself still delivers nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_core.errors import ProviderError
-from agent_core.llm.model import ChatModel, ChatResult, Message
+from agent_core.llm.model import ChatModel, ChatResult, Message, TextSink
 
 
 class FallbackModel:
@@ -59,6 +59,7 @@ class FallbackModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The current model's answer, or the fallback's after the primary failed.
 
@@ -67,8 +68,10 @@ class FallbackModel:
         """
         if not self._fell_back:
             try:
-                return self.primary.complete(messages, tools=tools, max_tokens=max_tokens)
+                return self.primary.complete(
+                    messages, tools=tools, max_tokens=max_tokens, on_text=on_text
+                )
             except ProviderError:
                 with self._lock:
                     self._fell_back = True
-        return self.fallback.complete(messages, tools=tools, max_tokens=max_tokens)
+        return self.fallback.complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)

@@ -19,7 +19,7 @@ import litellm
 from agent_core.config import DEFAULT_CONTEXT_LENGTH, LLMSettings
 from agent_core.errors import ConfigError, ProviderError, ProviderRateLimited
 from agent_core.llm.errors import map_litellm_errors
-from agent_core.llm.model import ChatResult, Message, Usage
+from agent_core.llm.model import ChatResult, Message, TextSink, Usage
 from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anthropic_model
 
 log = logging.getLogger(__name__)
@@ -140,8 +140,11 @@ class LiteLLMModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
-        """Call the model, retrying transient failures.
+        """Call the model, retrying transient failures; streamed when ``on_text`` is given.
+
+        A retried stream starts again: ``on_text`` then sees the text restart.
 
         Raises:
             ProviderError: the most specific subclass, after retries are spent.
@@ -153,7 +156,10 @@ class LiteLLMModel:
             attempt += 1
             try:
                 with map_litellm_errors(self._model, api_base=self._settings.api_base):
-                    response = litellm.completion(**kwargs)
+                    if on_text is None:
+                        response = litellm.completion(**kwargs)
+                    else:
+                        response = _streamed(self._model, kwargs, on_text)
                 break
             except ProviderError as error:
                 if not error.retryable or attempt > self._settings.max_retries:
@@ -185,6 +191,35 @@ class LiteLLMModel:
         except ProviderError as error:
             return error
         return None
+
+
+def _streamed(model: str, kwargs: dict[str, Any], on_text: TextSink) -> Any:
+    """One streamed call, rebuilt into the response a plain call returns (usage included).
+
+    ``on_text`` sees the text so far after each content delta, until a tool call starts.
+
+    Raises:
+        ProviderError: the stream ended before any chunk arrived.
+    """
+    chunks: list[Any] = []
+    text = ""
+    showing = True
+    stream = litellm.completion(**kwargs, stream=True, stream_options={"include_usage": True})
+    for chunk in stream:
+        chunks.append(chunk)
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        if getattr(delta, "tool_calls", None):
+            showing = False
+        piece = getattr(delta, "content", None)
+        if piece and showing:
+            text += piece
+            on_text(text)
+    response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    if response is None:
+        raise ProviderError(model, "the provider's stream ended without an answer")
+    return response
 
 
 def _to_result(response: Any, model: str, latency: float, attempts: int) -> ChatResult:

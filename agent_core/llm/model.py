@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 Message = Mapping[str, Any]
+TextSink = Callable[[str], None]
+"""Receives the reply's text so far (the whole text, not a delta) while the model streams."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +66,13 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """Answer the transcript.
+
+        With ``on_text`` the answer is streamed: ``on_text`` gets the text so far each
+        time it grows, until the model starts a tool call (tool-call text is not shown).
+        The result is the same as without it.
 
         Raises:
             ProviderError: the call failed after the model's own retry policy.

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_core import tracing
 from agent_core.errors import ProviderError
-from agent_core.llm.model import ChatModel, ChatResult, Message
+from agent_core.llm.model import ChatModel, ChatResult, Message, TextSink
 
 
 class WrapperModel:
@@ -44,9 +44,10 @@ class WrapperModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer."""
-        return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+        return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)
 
 
 class Meter:
@@ -90,11 +91,14 @@ class MeteredModel(WrapperModel):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer; its thread CPU goes to the meter."""
         started = time.thread_time()
         try:
-            return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+            return self.wrapped.complete(
+                messages, tools=tools, max_tokens=max_tokens, on_text=on_text
+            )
         finally:
             self.meter.add(time.thread_time() - started)
 
@@ -112,13 +116,16 @@ class TracedModel(WrapperModel):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer, inside a ``hubbub.llm`` span."""
         with tracing.nested("hubbub.llm", kind=tracing.SpanKind.CLIENT) as span:
             span.set_attributes(
                 {"gen_ai.request.model": self.name, "hubbub.tools_offered": len(tools or ())}
             )
-            result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+            result = self.wrapped.complete(
+                messages, tools=tools, max_tokens=max_tokens, on_text=on_text
+            )
             attributes: dict[str, str | int] = {
                 "gen_ai.response.model": result.model or self.name,
                 "hubbub.attempts": result.attempts,
@@ -151,13 +158,16 @@ class TextRequired(WrapperModel):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer, which has text or tool calls.
 
         Raises:
             EmptyReplyError: the answer is blank.
         """
-        result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+        result = self.wrapped.complete(
+            messages, tools=tools, max_tokens=max_tokens, on_text=on_text
+        )
         if not (result.content or "").strip() and not result.tool_calls:
             raise EmptyReplyError(self.name, "the model returned no text")
         return result

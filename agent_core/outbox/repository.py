@@ -7,6 +7,10 @@ whether the last request may have reached the platform anyway (``unsettled_since
 next attempt must settle that before it sends). A failure is recorded only by the attempt
 that holds the claim; "sent" is the truth and is recorded whoever learns it.
 
+A streamed reply's draft messages are recorded in ``reply_streams`` (one row per turn)
+before the reply itself is stored: "posting" before each new one is sent, its id right
+after, so no draft message is ever posted twice or forgotten.
+
 A claim that outlives ``claimed_until`` (the deliverer died) goes back to ``pending`` as
 unsettled: the deliverer that takes it next settles it where its platform allows
 (Discord's nonce, Slack's channel history) and otherwise marks it ``unknown``.
@@ -22,7 +26,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
-from agent_core.db.models import OutboxEntry, OutboxState
+from agent_core.db.models import OutboxEntry, OutboxState, ReplyStream
 from agent_core.db.tables import OUTBOX, param
 
 MAX_ERROR_CHARS = 500
@@ -48,6 +52,17 @@ class ClaimedReply:
     platform_message_ids: list[str]
     """Of the delivered chunks."""
     unsettled_since: datetime | None
+    trigger_message_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedMessages:
+    """The draft messages a reply was streamed into."""
+
+    message_ids: list[str]
+    """The platform's ids, in reply order: the final delivery edits these."""
+    unsettled: bool
+    """A further draft message may have been posted without its id being recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +210,38 @@ class OutboxRepository:
             )
         )
         return int(result.rowcount) == 1  # type: ignore[attr-defined]
+
+    def streamed(self, trigger_message_id: int) -> StreamedMessages | None:
+        """The draft messages of the reply to this message, if it was streamed."""
+        row = self.session.get(ReplyStream, trigger_message_id)
+        if row is None:
+            return None
+        return StreamedMessages(list(row.message_ids), row.unsettled_since is not None)
+
+    def stream_posting(self, trigger_message_id: int, bot_id: int) -> StreamedMessages:
+        """A draft message is about to be posted: recorded before it leaves.
+
+        Returns what was recorded before; when that is unsettled, nothing may be posted.
+        """
+        row = self.session.get(ReplyStream, trigger_message_id, with_for_update=True)
+        if row is None:
+            row = ReplyStream(trigger_message_id=trigger_message_id, bot_id=bot_id, message_ids=[])
+            self.session.add(row)
+            before = StreamedMessages([], unsettled=False)
+        else:
+            before = StreamedMessages(list(row.message_ids), row.unsettled_since is not None)
+        if not before.unsettled:
+            row.unsettled_since = utcnow()
+        return before
+
+    def stream_posted(self, trigger_message_id: int, message_id: str | None) -> None:
+        """The draft being posted is settled: posted as ``message_id``, or (``None``) not."""
+        row = self.session.get(ReplyStream, trigger_message_id, with_for_update=True)
+        if row is None:
+            return
+        if message_id is not None:
+            row.message_ids = [*row.message_ids, message_id]
+        row.unsettled_since = None
 
     def due(self, *, now: datetime, created_before: datetime, limit: int = 100) -> list[int]:
         """Pending entries whose next attempt is due, oldest first."""

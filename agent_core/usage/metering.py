@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_core.llm.model import ChatModel, ChatResult, Message
+from agent_core.llm.model import ChatModel, ChatResult, Message, TextSink
 from agent_core.llm.wrapper import WrapperModel
 from agent_core.usage.ledger import CallKeys, PendingCall, Purpose, UsageLedger, UsageScope
 
@@ -48,9 +48,12 @@ class LedgerModel(WrapperModel):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer, charged under the next key."""
-        result = self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens)
+        result = self.wrapped.complete(
+            messages, tools=tools, max_tokens=max_tokens, on_text=on_text
+        )
         key, name = self._keys.next(), self.wrapped.name
         if self._pending is None:
             self._ledger.record(self._scope, key, self._purpose, name, result.usage)

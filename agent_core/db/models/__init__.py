@@ -9,7 +9,7 @@ from agent_core.db.models.mcp_server import TenantMcpServer
 from agent_core.db.models.media import Media, MediaBlob, MediaState
 from agent_core.db.models.memory import MemoryEntry, MemoryScope
 from agent_core.db.models.message import Message, MessageKind, TurnState
-from agent_core.db.models.outbox import OutboxEntry, OutboxState
+from agent_core.db.models.outbox import OutboxEntry, OutboxState, ReplyStream
 from agent_core.db.models.session import ChatSession
 from agent_core.db.models.tenant import DEFAULT_TENANT_ID, Tenant
 from agent_core.db.models.tool_result import StoredToolResult
@@ -33,6 +33,7 @@ __all__ = (
     "MessageKind",
     "OutboxEntry",
     "OutboxState",
+    "ReplyStream",
     "SessionLock",
     "StoredToolResult",
     "Tenant",

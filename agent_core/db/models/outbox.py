@@ -68,3 +68,25 @@ class OutboxEntry(TimestampMixin, Base):
     platform_message_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+
+
+class ReplyStream(TimestampMixin, Base):
+    """The platform messages a reply is being streamed into, before the reply is stored.
+
+    Written before each new message is posted and right after it is, so that a turn run
+    again (a worker killed mid-stream) edits these messages instead of posting new ones,
+    and the final delivery turns them into the final text.
+    """
+
+    __tablename__ = "reply_streams"
+
+    trigger_message_id: Mapped[int] = mapped_column(
+        BigIntId, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    """The message the streamed reply answers (one stream per turn, like the outbox)."""
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), nullable=False)
+    message_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    """The platform's ids of the posted draft messages, in reply order."""
+    unsettled_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    """A draft message was being posted then and its id is not known: it may exist, so
+    nothing more is posted for this reply unless the platform can settle it."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_core.errors import ProviderError
-from agent_core.llm.model import ChatResult, Message, Usage
+from agent_core.llm.model import ChatResult, Message, TextSink, Usage
 
 Reply = str | ProviderError | ChatResult | Callable[[Sequence[Message]], "str | ChatResult"]
 
@@ -86,6 +86,7 @@ class ScriptedModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> ChatResult:
         self.calls.append(
             Call([dict(m) for m in messages], max_tokens, [dict(t) for t in tools or ()] or None)
@@ -95,8 +96,12 @@ class ScriptedModel:
             raise reply
         answer = reply(messages) if callable(reply) else reply
         if isinstance(answer, ChatResult):
+            if on_text is not None and answer.content and not answer.tool_calls:
+                on_text(answer.content)
             return answer
         text = answer
+        if on_text is not None and text:
+            on_text(text)
         prompt_tokens = self._prompt_tokens
         if prompt_tokens is None:
             prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4

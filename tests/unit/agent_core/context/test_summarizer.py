@@ -180,7 +180,7 @@ class GatedModel(ScriptedModel):
         self._lock = threading.Lock()
         self._together = threading.Event()
 
-    def complete(self, messages, *, tools=None, max_tokens=None):
+    def complete(self, messages, *, tools=None, max_tokens=None, on_text=None):
         with self._lock:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
@@ -188,7 +188,7 @@ class GatedModel(ScriptedModel):
                 self._together.set()
         try:
             self._together.wait(timeout=10)
-            return super().complete(messages, tools=tools, max_tokens=max_tokens)
+            return super().complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)
         finally:
             with self._lock:
                 self.in_flight -= 1

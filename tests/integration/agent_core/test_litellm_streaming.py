@@ -1,0 +1,62 @@
+"""The model seam streams through litellm's real HTTP path: text as it grows, same result."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_core.config import LLMSettings
+from agent_core.llm.litellm_model import LiteLLMModel
+from tests.fixtures.llm_server import FakeLLM, ScriptedReply, tool_call
+
+pytestmark = pytest.mark.integration
+
+
+def _model(fake_llm: FakeLLM) -> LiteLLMModel:
+    return LiteLLMModel(
+        LLMSettings(model="openai/fake-model", api_base=fake_llm.base_url, api_key="sk-test")
+    )
+
+
+def test_streamed_text_grows_and_the_result_matches_a_plain_call(fake_llm: FakeLLM) -> None:
+    fake_llm.queue_replies(ScriptedReply("one two three four"), ScriptedReply("one two three four"))
+    seen: list[str] = []
+    messages = [{"role": "user", "content": "count"}]
+
+    streamed = _model(fake_llm).complete(messages, on_text=seen.append)
+    plain = _model(fake_llm).complete(messages)
+
+    assert seen == ["one ", "one two ", "one two three ", "one two three four"]
+    assert fake_llm.chat_requests()[0]["stream"] is True
+    assert fake_llm.chat_requests()[0]["stream_options"] == {"include_usage": True}
+    assert streamed.content == plain.content == "one two three four"
+    assert streamed.usage == plain.usage
+    assert streamed.usage is not None
+    assert streamed.usage.prompt_tokens > 0
+    assert streamed.finish_reason == "stop"
+
+
+def test_a_streamed_tool_call_is_rebuilt_and_its_text_stops_showing(fake_llm: FakeLLM) -> None:
+    fake_llm.queue_replies(
+        ScriptedReply(
+            content="Let me check.",
+            tool_calls=[tool_call("current_time", {"timezone": "Asia/Tokyo"}, "call_a")],
+        )
+    )
+    seen: list[str] = []
+    tools = [{"type": "function", "function": {"name": "current_time", "parameters": {}}}]
+
+    result = _model(fake_llm).complete(
+        [{"role": "user", "content": "time?"}], tools=tools, on_text=seen.append
+    )
+
+    assert seen == ["Let ", "Let me ", "Let me check."]
+    assert result.finish_reason == "tool_calls"
+    assert result.tool_calls == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "current_time", "arguments": '{"timezone": "Asia/Tokyo"}'},
+        }
+    ]
+    assert result.usage is not None
+    assert result.usage.completion_tokens > 0
