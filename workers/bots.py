@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import BotConfig
+from adapters.webchat.deliverer import FEED_URL
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox
 from agent_core.db.engine import transaction
@@ -52,7 +53,7 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
         "answer_bots": settings.answer_bots,
     }
     if platform == "webchat":
-        return BotConfig(**common)
+        return BotConfig(**common, extra={FEED_URL: settings.redis_url})
     if platform == "telegram" and settings.telegram_token:
         return BotConfig(
             **common,

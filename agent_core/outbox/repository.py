@@ -48,6 +48,8 @@ class ClaimedReply:
     platform_message_ids: list[str]
     """Of the delivered chunks."""
     unsettled_since: datetime | None
+    reply_message_id: int | None
+    """The stored line of the reply."""
 
 
 @dataclass(frozen=True, slots=True)
