@@ -99,6 +99,9 @@ class OutboundMessage(BaseModel):
     reply_to_message_id: str | None = None
     delivery_id: str
     """Stable across retries of the same reply (the outbox id)."""
+    message_id: str | None = None
+    """The stored line this reply is, for platforms that show the conversation from the
+    database (web chat tells its open pages which line to read)."""
     delivered_chunks: int = 0
     """Leading chunks an earlier attempt delivered: this attempt starts after them."""
     delivered_ids: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
+from adapters.webchat.feed import feed_for
 from agent_core.config import Settings
 from agent_core.llm.model import ChatModel
 from agent_core.usage import SYSTEM_CLOCK, Clock
@@ -18,8 +19,9 @@ from gateway.console.sessions import store_for
 from gateway.errors import documented, install_error_handlers
 from gateway.limits import BodyLimit
 from gateway.listeners import SplitListeners
-from gateway.routes import admin, admin_usage, health, webchat, webhooks
+from gateway.routes import admin, admin_usage, health, webchat, webchat_stream, webhooks
 from gateway.routes.webchat_access import BrowserCookies, only_loopback
+from gateway.routes.webchat_stream import StreamShutdown
 from gateway.supervisor import PlatformSupervisor
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
@@ -90,12 +92,15 @@ def create_app(
             if runner is not None:
                 await run_in_threadpool(runner.stop, settings.shutdown_grace_seconds)
             await run_in_threadpool(runtime.close)
+            await app.state.webchat_feed.aclose()
             app.state.console_sessions.close()
             log.info("gateway stopped")
 
     quiet_polling()
     app = FastAPI(title="Hubbub", version="0.1.0", lifespan=lifespan)
     app.state.webchat_cookies = None
+    app.state.webchat_feed = feed_for(settings.redis_url)
+    app.state.webchat_streams = StreamShutdown()
     app.state.console_sessions = store_for(settings.redis_url)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
@@ -103,11 +108,11 @@ def create_app(
     every_route = documented(400, 413)
     app.include_router(health.router, responses=every_route)
     if settings.webchat == "local":
-        app.include_router(
-            webchat.router, responses=every_route, dependencies=[Depends(only_loopback)]
-        )
+        for router in (webchat.router, webchat_stream.router):
+            app.include_router(router, responses=every_route, dependencies=[Depends(only_loopback)])
     elif settings.webchat == "public":
         app.include_router(webchat.router, responses=every_route)
+        app.include_router(webchat_stream.router, responses=every_route)
     app.include_router(webhooks.router, responses=every_route)
     admin.install(app, responses=every_route)
     app.include_router(admin_usage.router, responses=every_route)

@@ -23,6 +23,7 @@ from agent_core.logs import configure_logging
 from gateway import admin_cli, backup_cli, keys_cli, sessions_cli, usage_cli
 
 if TYPE_CHECKING:
+    from gateway.routes.webchat_stream import StreamShutdown
     from gateway.supervisor import WorkerSupervisor
 
 app = typer.Typer(
@@ -64,9 +65,15 @@ def _listen(settings: Settings) -> list[socket.socket]:
 class _AnnouncingServer(uvicorn.Server):
     """A uvicorn server that says where to chat once it is serving, not before."""
 
-    def __init__(self, config: uvicorn.Config, settings: Settings) -> None:
+    def __init__(self, config: uvicorn.Config, settings: Settings, streams: StreamShutdown) -> None:
         super().__init__(config)
         self.settings = settings
+        self.streams = streams
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Open event streams never finish on their own: end them before uvicorn waits.
+        self.streams.close()
+        await super().shutdown(sockets=sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
@@ -89,14 +96,15 @@ class _AnnouncingServer(uvicorn.Server):
 def _serve(settings: Settings, sockets: list[socket.socket]) -> None:
     from gateway.app import create_app
 
+    gateway_app = create_app(settings)
     config = uvicorn.Config(
-        create_app(settings),
+        gateway_app,
         host=settings.host,
         port=settings.port,
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or None,
     )
-    _AnnouncingServer(config, settings).run(sockets=sockets)
+    _AnnouncingServer(config, settings, gateway_app.state.webchat_streams).run(sockets=sockets)
 
 
 def _holding_database(settings: Settings) -> AbstractContextManager[None]:

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import BotConfig
+from adapters.webchat.deliverer import FEED_URL
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox
 from agent_core.db.engine import transaction
@@ -61,7 +62,7 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
         "image_max_bytes": settings.image_max_bytes,
     }
     if platform == "webchat":
-        return BotConfig(**common)
+        return BotConfig(**common, extra={FEED_URL: settings.redis_url})
     if platform == "telegram" and settings.telegram_token:
         return BotConfig(
             **common,

@@ -73,6 +73,7 @@ def _outbound(
         text=claim.text,
         reply_to_message_id=claim.reply_to_platform_id,
         delivery_id=str(claim.id),
+        message_id=str(claim.reply_message_id) if claim.reply_message_id is not None else None,
         delivered_chunks=claim.delivered_chunks,
         delivered_ids=tuple(claim.platform_message_ids),
         unsettled_since=claim.unsettled_since,

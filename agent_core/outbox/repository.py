@@ -53,6 +53,8 @@ class ClaimedReply:
     """Of the delivered chunks."""
     unsettled_since: datetime | None
     trigger_message_id: int
+    reply_message_id: int | None
+    """The stored line of the reply."""
 
 
 @dataclass(frozen=True, slots=True)

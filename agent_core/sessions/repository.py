@@ -368,11 +368,14 @@ class SessionRepository:
             query = query.where(Message.anchor_seq <= up_to_anchor)
         return self.session.execute(query.order_by(Message.anchor_seq, Message.seq)).all()
 
-    def conversation(self, session_ids: Sequence[str], *, limit: int) -> list[Message]:
+    def conversation(
+        self, session_ids: Sequence[str], *, limit: int, after_id: int | None = None
+    ) -> list[Message]:
         """What people see of sessions: every kind, archived included; the last ``limit``.
 
         The agent's tool traffic (calls and results) is the model's working, not part of
-        the conversation people read: it is left out.
+        the conversation people read: it is left out. ``after_id`` keeps only lines stored
+        after that one (ids grow as lines are stored): what a reconnecting page missed.
         """
         query = (
             select(Message)
@@ -385,7 +388,40 @@ class SessionRepository:
             .order_by(ChatSession.created_at.desc(), Message.anchor_seq.desc(), Message.seq.desc())
             .limit(limit)
         )
+        if after_id is not None:
+            query = query.where(Message.id > after_id)
         return [m for m in reversed(list(self.session.scalars(query))) if not m.tool_calls]
+
+    def triggers_of(self, replies: Sequence[Message]) -> dict[int, int]:
+        """The id of the message each reply answers, by reply id.
+
+        A reply is anchored at its trigger, and a message that asks for a turn is its own
+        anchor: the trigger is the session's message numbered with the reply's anchor.
+        """
+        wanted = {(m.session_id, m.anchor_seq): m.id for m in replies if m.role == "assistant"}
+        if not wanted:
+            return {}
+        rows = self.session.execute(
+            select(Message.id, Message.session_id, Message.seq).where(
+                Message.session_id.in_({session for session, _ in wanted}),
+                Message.seq.in_({seq for _, seq in wanted}),
+            )
+        )
+        found: dict[int, int] = {}
+        for trigger_id, session_id, seq in rows:
+            reply_id = wanted.get((session_id, seq))
+            if reply_id is not None and reply_id != trigger_id:
+                found[reply_id] = int(trigger_id)
+        return found
+
+    def awaits_reply(self, session_ids: Sequence[str]) -> bool:
+        """Whether a message of these sessions still waits for its turn to finish."""
+        query = select(
+            exists().where(
+                Message.session_id.in_(session_ids), Message.turn_state == TurnState.PENDING
+            )
+        )
+        return bool(self.session.scalar(query))
 
     def active_token_total(self, session_id: str) -> int:
         """Sum of the stored token counts of the active chat messages."""

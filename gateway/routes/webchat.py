@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any
@@ -15,10 +16,11 @@ from pydantic import BaseModel, Field, model_validator
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
 from adapters.text import storable
+from adapters.webchat.feed import Feed, message_event
 from adapters.webchat.formatting import to_html
 from adapters.webchat.ids import message_key
 from agent_core.db.engine import transaction
-from agent_core.db.models import DEFAULT_TENANT_ID, Message, MessageKind, TurnState
+from agent_core.db.models import DEFAULT_TENANT_ID, Message, MessageKind
 from agent_core.errors import UnknownConversation
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation as ConversationKey
@@ -83,6 +85,8 @@ class ChatLine(BaseModel):
     user: str | None = None
     html: str | None = None
     """An assistant reply's Markdown as safe HTML (no raw HTML, images or unsafe links)."""
+    reply_to: str | None = None
+    """For the assistant's lines: the id of the line it answers (what a draft names)."""
 
 
 class ConversationView(BaseModel):
@@ -123,7 +127,8 @@ def status(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Status:
     return Status(model=model, model_configured=model is not None, setup_hint=hint)
 
 
-def _cookies(request: Request) -> BrowserCookies | None:
+def browser_cookies(request: Request) -> BrowserCookies | None:
+    """The public mode's cookie signer, or ``None`` in ``local`` mode."""
     cookies: BrowserCookies | None = request.app.state.webchat_cookies
     return cookies
 
@@ -144,7 +149,7 @@ async def post_message(
     body: PostMessage,
     request: Request,
     runtime: Annotated[Runtime, Depends(get_runtime)],
-    cookies: Annotated[BrowserCookies | None, Depends(_cookies)],
+    cookies: Annotated[BrowserCookies | None, Depends(browser_cookies)],
 ) -> JSONResponse:
     """Accept a message (202); the reply shows up in the conversation listing.
 
@@ -175,6 +180,10 @@ async def post_message(
             {"error": "this sender or conversation is not on the bot's allowlist"},
             status_code=403,
         )
+    if not accepted.duplicate:
+        # The conversation's other open pages (tabs, devices) show it now, not at the reply.
+        feed: Feed = request.app.state.webchat_feed
+        await run_in_threadpool(feed.publish, chat_id, message_event(accepted.message_id))
     result = Accepted(
         id=str(accepted.message_id), conversation_id=conversation_id, duplicate=accepted.duplicate
     )
@@ -184,7 +193,7 @@ async def post_message(
     return response
 
 
-def _line(message: Message) -> ChatLine:
+def _line(message: Message, reply_to: int | None) -> ChatLine:
     text = message.content or ""
     reply = message.role == "assistant" and message.kind == MessageKind.CHAT
     return ChatLine(
@@ -195,7 +204,59 @@ def _line(message: Message) -> ChatLine:
         kind=message.kind,
         user=message.speaker_name,
         html=to_html(text) if reply else None,
+        reply_to=str(reply_to) if reply_to is not None else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAddress:
+    """Where a browser's conversation is stored."""
+
+    chat_id: str
+    """The stored chat id (also the conversation's key in the live feed)."""
+    key: str
+    """The session key of the conversation."""
+
+
+def chat_address(
+    request: Request, runtime: Runtime, cookies: BrowserCookies | None, conversation_id: str
+) -> ChatAddress:
+    """The conversation this browser may read.
+
+    Raises:
+        UnknownConversation: (public mode) the browser has no valid cookie (404).
+    """
+    browser = cookies.browser(request, mint=False) if cookies else Browser(None)
+    if browser is None:
+        raise UnknownConversation(conversation_id)
+    chat_id = browser.chat_id(conversation_id)
+    key = ConversationKey(
+        tenant_id=DEFAULT_TENANT_ID,
+        bot_id=_webchat_bot_id(runtime),
+        platform=PLATFORM,
+        chat_id=chat_id,
+    ).key
+    return ChatAddress(chat_id=chat_id, key=key)
+
+
+def read_conversation(
+    runtime: Runtime, key: str, *, limit: int, after_id: int | None = None
+) -> tuple[list[ChatLine], bool] | None:
+    """The conversation's lines (after ``after_id``) and whether a reply is being written.
+
+    ``None`` when nothing was ever said in it.
+    """
+    with transaction(runtime.factory, durable=False) as db:
+        repo = SessionRepository.from_session(db)
+        sessions = repo.list_by_key(key)
+        if not sessions:
+            return None
+        session_ids = [s.id for s in sessions]
+        messages = repo.conversation(session_ids, limit=limit, after_id=after_id)
+        triggers = repo.triggers_of(messages)
+        pending = repo.awaits_reply(session_ids)
+        lines = [_line(m, triggers.get(m.id)) for m in messages]
+    return lines, pending
 
 
 @router.get("/api/webchat/{conversation_id}/messages", responses=documented(404, 422, 503))
@@ -203,7 +264,7 @@ def list_messages(
     conversation_id: ConversationId,
     request: Request,
     runtime: Annotated[Runtime, Depends(get_runtime)],
-    cookies: Annotated[BrowserCookies | None, Depends(_cookies)],
+    cookies: Annotated[BrowserCookies | None, Depends(browser_cookies)],
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT,
 ) -> ConversationView:
     """The conversation across its sessions (``/new`` keeps the old ones), oldest first.
@@ -212,21 +273,9 @@ def list_messages(
         UnknownConversation: nothing was ever said in it, or (public mode) this browser
             did not start it (404).
     """
-    browser = cookies.browser(request, mint=False) if cookies else Browser(None)
-    if browser is None:
+    address = chat_address(request, runtime, cookies, conversation_id)
+    found = read_conversation(runtime, address.key, limit=limit)
+    if found is None:
         raise UnknownConversation(conversation_id)
-    key = ConversationKey(
-        tenant_id=DEFAULT_TENANT_ID,
-        bot_id=_webchat_bot_id(runtime),
-        platform=PLATFORM,
-        chat_id=browser.chat_id(conversation_id),
-    ).key
-    with transaction(runtime.factory) as db:
-        repo = SessionRepository.from_session(db)
-        sessions = repo.list_by_key(key)
-        if not sessions:
-            raise UnknownConversation(conversation_id)
-        messages = repo.conversation([s.id for s in sessions], limit=limit)
-        pending = any(m.turn_state == TurnState.PENDING for m in messages)
-        lines = [_line(m) for m in messages]
+    lines, pending = found
     return ConversationView(conversation_id=conversation_id, messages=lines, pending=pending)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
+from adapters.webchat.feed import LOCAL_FEED
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env
 
@@ -170,3 +172,81 @@ def test_in_public_mode_each_browser_sees_only_its_own_conversation(
     finally:
         for context in contexts:
             context.close()
+
+
+FINAL_REPLY = """Done. Steps:
+
+1. install
+2. run
+
+```
+hubbub up
+```
+
+See [the docs](https://example.org/docs). <img src=x onerror="window.pwned = true">"""
+
+
+def test_a_streamed_reply_grows_in_place_and_ends_as_safe_markdown(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    # The model call is held while the test publishes drafts: it must not time out meanwhile.
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=fake_llm, llm_timeout=300)
+    gateway = gateway_factory(settings_from_env(env))
+    fake_llm.hold = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(content=FINAL_REPLY))
+    polls: list[str] = []
+
+    def count_polls(request: Request) -> None:
+        if request.method == "GET" and request.url.endswith("/messages"):
+            polls.append(request.url)
+
+    page.on("request", count_polls)
+    page.goto(f"{gateway.base_url}/?c=browser-stream")
+    page.fill("#text", "how do I start?")
+    page.keyboard.press("Enter")
+    user = page.locator(".msg.user")
+    expect(user).to_have_text("how do I start?")
+    trigger = user.get_attribute("data-id")
+    assert trigger is not None
+    page.wait_for_function("streaming === true", timeout=60_000)
+    expect(page.locator("#typing")).to_contain_text("writing")
+    polled = len(polls)
+
+    draft = page.locator(".msg.draft")
+    LOCAL_FEED.publish_draft("browser-stream", trigger, "Done. **Ste")
+    expect(draft).to_have_text("Done. **Ste")
+    LOCAL_FEED.publish_draft("browser-stream", trigger, "Done. Steps:\n\n1. install\n2. run")
+    expect(draft.locator("li")).to_have_text(["install", "run"])
+    LOCAL_FEED.publish_draft(
+        "browser-stream",
+        trigger,
+        'Done. <script>window.pwned = true</script> <img src=x onerror="window.pwned = true"> '
+        "[trap](javascript:window.pwned=true)",
+    )
+    expect(draft).to_contain_text("<script>window.pwned = true</script>")
+    assert draft.locator("script, img, a").count() == 0
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+
+    fake_llm.hold.set()
+    reply = page.locator(".msg.assistant")
+    expect(draft).to_have_count(0)
+    expect(reply).to_have_count(1)
+    expect(reply.locator("li")).to_have_text(["install", "run"])
+    expect(reply.locator("pre code")).to_have_text("hubbub up\n")
+    expect(reply.locator("a")).to_have_attribute("href", "https://example.org/docs")
+    expect(reply.locator("a")).to_have_attribute("rel", "noopener noreferrer nofollow")
+    expect(reply).to_contain_text('<img src=x onerror="window.pwned = true">')
+    assert reply.locator("img, script").count() == 0
+    expect(page.locator("#typing")).to_have_text("")
+    # A late draft of an answered message does not come back.
+    LOCAL_FEED.publish_draft("browser-stream", trigger, "stale")
+    page.fill("#text", "thanks")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.assistant")).to_have_count(2)
+    expect(draft).to_have_count(0)
+    assert page.evaluate("window.pwned") is None
+    assert len(polls) == polled, "the page does not poll while its stream is open"
