@@ -1,7 +1,7 @@
 """a bot's busy mode (queue, collect, interrupt, steer); NULL inherits the tenant's
 
 Revision ID: 0016_m_busy_mode
-Revises: 0013_t_tenant_settings
+Revises: 0014_s_stream
 Create Date: 2026-12-02 10:15:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 
 
 revision: str = '0016_m_busy_mode'
-down_revision: str | None = '0013_t_tenant_settings'
+down_revision: str | None = '0014_s_stream'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """media: images people sent, referenced from messages, bytes in their own table
 
 Revision ID: 0018_i_media
-Revises: 0013_t_tenant_settings
+Revises: 0016_m_busy_mode
 Create Date: 2026-12-02 10:30:00
 """
 
@@ -14,7 +14,7 @@ from agent_core.db.base import UTCDateTime
 
 
 revision: str = '0018_i_media'
-down_revision: str | None = '0013_t_tenant_settings'
+down_revision: str | None = '0016_m_busy_mode'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
