@@ -22,7 +22,7 @@ from tests.fixtures.platform_servers.discord import (
     load_payload,
     running_fake_discord,
 )
-from tests.fixtures.platform_servers.faults import AfterPost
+from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS, AfterPost
 
 pytestmark = [
     pytest.mark.integration,
@@ -51,7 +51,7 @@ async def deliverer(fake: FakeDiscord) -> AsyncIterator[DiscordDeliverer]:
     config = BotConfig(platform="discord", token=fake.token, api_base=fake.base_url)
     async with DiscordDeliverer(config) as opened:
         assert isinstance(opened, DiscordDeliverer)
-        opened.post_timeout_seconds = 0.5
+        opened.post_timeout_seconds = CLIENT_TIMEOUT_SECONDS
         yield opened
 
 
@@ -79,7 +79,7 @@ def again(message: OutboundMessage, error: DeliveryError, since: datetime) -> Ou
 
 @pytest.mark.parametrize(
     "fault",
-    [AfterPost.answer_late(3.0), AfterPost.drop_connection()],
+    [AfterPost.answer_late(), AfterPost.drop_connection()],
     ids=["answered-after-the-timeout", "connection-dropped"],
 )
 async def test_a_lost_answer_is_settled_by_the_nonce_without_a_second_message(

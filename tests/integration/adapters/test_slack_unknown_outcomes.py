@@ -16,7 +16,7 @@ from adapters.base import BotConfig, DeliveryError
 from adapters.messages import OutboundMessage
 from adapters.slack import SlackDeliverer
 from adapters.slack.mrkdwn import to_mrkdwn
-from tests.fixtures.platform_servers.faults import AfterPost
+from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS, AfterPost
 from tests.fixtures.platform_servers.slack import BOT_TOKEN, FakeSlack, SlackFailure
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -37,7 +37,7 @@ async def _no_sleep(_seconds: float) -> None:
 @pytest.fixture
 def deliverer(fake_slack: FakeSlack) -> SlackDeliverer:
     config = BotConfig(platform="slack", token=BOT_TOKEN, api_base=fake_slack.api_base)
-    return SlackDeliverer(config, sleep=_no_sleep, timeout=1)
+    return SlackDeliverer(config, sleep=_no_sleep, timeout=CLIENT_TIMEOUT_SECONDS)
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def bot_posts(fake: FakeSlack, channel: str = CHANNEL) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     "fault",
-    [AfterPost.answer_late(3.0), AfterPost.drop_connection()],
+    [AfterPost.answer_late(), AfterPost.drop_connection()],
     ids=["answered-after-the-timeout", "connection-dropped"],
 )
 async def test_a_post_whose_answer_is_lost_is_found_in_the_thread_and_not_posted_again(

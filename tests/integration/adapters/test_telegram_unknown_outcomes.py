@@ -15,7 +15,7 @@ import pytest
 from adapters.base import BotConfig, DeliveryError
 from adapters.messages import OutboundMessage
 from adapters.telegram import TelegramDeliverer
-from tests.fixtures.platform_servers.faults import AfterPost
+from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS, AfterPost
 from tests.fixtures.platform_servers.telegram import TOKEN, FakeTelegram, TelegramServerThread
 from tests.fixtures.services import free_port
 
@@ -48,7 +48,7 @@ async def deliverer(telegram: FakeTelegram) -> AsyncIterator[TelegramDeliverer]:
     config = BotConfig(platform="telegram", token=TOKEN, api_base=telegram.api_base)
     async with TelegramDeliverer(config) as opened:
         assert isinstance(opened, TelegramDeliverer)
-        opened.send_timeout_seconds = 0.5
+        opened.send_timeout_seconds = CLIENT_TIMEOUT_SECONDS
         yield opened
 
 
@@ -58,7 +58,7 @@ def reply(text: str = "the answer", **fields: Any) -> OutboundMessage:
 
 @pytest.mark.parametrize(
     "fault",
-    [AfterPost.answer_late(3.0), AfterPost.drop_connection()],
+    [AfterPost.answer_late(), AfterPost.drop_connection()],
     ids=["answered-after-the-timeout", "connection-dropped"],
 )
 async def test_a_send_whose_answer_is_lost_is_unknown_and_never_repeated(

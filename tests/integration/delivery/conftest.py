@@ -13,6 +13,7 @@ from adapters.slack import SlackDeliverer
 from adapters.telegram import TelegramDeliverer
 from tests.fixtures.outbox import TRIGGER, Platforms, World
 from tests.fixtures.platform_servers.discord import running_fake_discord
+from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS
 from tests.fixtures.platform_servers.slack import FakeSlack, SlackServerThread
 from tests.fixtures.platform_servers.telegram import FakeTelegram, TelegramServerThread
 
@@ -51,10 +52,10 @@ def platforms(_telegram: FakeTelegram, _slack: FakeSlack) -> Iterator[Platforms]
 
 @pytest.fixture
 def short_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each platform call gives up on its answer within a second."""
-    monkeypatch.setattr(TelegramDeliverer, "send_timeout_seconds", 0.5)
-    monkeypatch.setattr(DiscordDeliverer, "post_timeout_seconds", 0.5)
-    monkeypatch.setattr(SlackDeliverer, "api_timeout_seconds", 1.0)
+    """Each platform call gives up on its answer well before a late answer comes."""
+    monkeypatch.setattr(TelegramDeliverer, "send_timeout_seconds", CLIENT_TIMEOUT_SECONDS)
+    monkeypatch.setattr(DiscordDeliverer, "post_timeout_seconds", CLIENT_TIMEOUT_SECONDS)
+    monkeypatch.setattr(SlackDeliverer, "api_timeout_seconds", CLIENT_TIMEOUT_SECONDS)
 
 
 @pytest.fixture

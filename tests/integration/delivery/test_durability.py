@@ -60,7 +60,7 @@ def test_an_unknown_mark_survives_a_crash_too(
     crashable: World, private_postgres: PrivatePostgres, platforms: Platforms
 ) -> None:
     outbox_id = crashable.queue_reply("telegram", TELEGRAM_CHAT)
-    platforms.telegram.after_next("sendMessage", AfterPost.answer_late(3.0))
+    platforms.telegram.after_next("sendMessage", AfterPost.answer_late())
     assert crashable.service.deliver(outbox_id) is False
     private_postgres.stop("immediate")
     private_postgres.start()

@@ -52,7 +52,7 @@ class TestLostAnswers:
     ) -> None:
         outbox_id = world.queue_reply("telegram", TELEGRAM_CHAT)
         before = (deliveries("telegram", "unknown"), unsettled("telegram", "unknown"))
-        platforms.telegram.after_next("sendMessage", AfterPost.answer_late(3.0))
+        platforms.telegram.after_next("sendMessage", AfterPost.answer_late())
 
         assert world.service.deliver(outbox_id) is False
         world.make_due(outbox_id)
@@ -95,7 +95,7 @@ class TestLostAnswers:
         self, world: World, platforms: Platforms
     ) -> None:
         outbox_id = world.queue_reply("slack", SLACK_CHANNEL)
-        platforms.slack.after_next("chat.postMessage", AfterPost.answer_late(3.0))
+        platforms.slack.after_next("chat.postMessage", AfterPost.answer_late())
 
         assert world.service.deliver(outbox_id) is False
         world.make_due(outbox_id)
