@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import AdapterError
 from adapters.media import MediaError, MediaFetcher
 from adapters.registry import create_media_fetcher
-from agent_core.db.engine import read_transaction, transaction
+from agent_core.db.engine import transaction
 from agent_core.media.repository import MediaRepository
 from agent_core.media.sniff import image_type
 from workers import metrics
@@ -30,6 +31,15 @@ log = logging.getLogger(__name__)
 NOT_AN_IMAGE = "not a PNG, JPEG, GIF or WebP image"
 NO_FETCHER = "this platform cannot fetch files"
 UNAVAILABLE = "the platform did not give the file"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingImage:
+    """An image a turn shows whose bytes are still on the platform."""
+
+    media_id: str
+    ref: str
+    bot_id: int
 
 
 class MediaFetchStep:
@@ -57,18 +67,24 @@ class MediaFetchStep:
         self._fetchers: dict[int, MediaFetcher | None] = {}
         self._lock = threading.Lock()
 
-    def fetch_pending(self, session_id: str, *, up_to_anchor: int) -> int:
-        """Fetch every pending image a turn at ``up_to_anchor`` shows; returns how many."""
-        with read_transaction(self._factory) as db:
-            pending = [
-                (media.id, media.platform_ref, bot_id)
-                for media, bot_id in MediaRepository.from_session(db).pending(
-                    session_id, up_to_anchor=up_to_anchor
-                )
-            ]
-        for media_id, ref, bot_id in pending:
-            self._fetch_one(session_id, media_id, ref, bot_id)
-        return len(pending)
+    @staticmethod
+    def pending(db: Session, session_id: str, *, up_to_anchor: int) -> list[PendingImage]:
+        """The images a turn at ``up_to_anchor`` shows that are not fetched yet.
+
+        Read in the caller's transaction (the turn's first), so a turn without images
+        pays one query for this, not a transaction of its own.
+        """
+        return [
+            PendingImage(media.id, media.platform_ref, bot_id)
+            for media, bot_id in MediaRepository.from_session(db).pending(
+                session_id, up_to_anchor=up_to_anchor
+            )
+        ]
+
+    def fetch(self, session_id: str, images: list[PendingImage]) -> None:
+        """Fetch and store (or refuse) each of ``images``."""
+        for image in images:
+            self._fetch_one(session_id, image.media_id, image.ref, image.bot_id)
 
     def _fetch_one(self, session_id: str, media_id: str, ref: str, bot_id: int) -> None:
         fetcher = self._fetcher(bot_id)

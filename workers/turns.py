@@ -262,8 +262,6 @@ class TurnRunner:
         if request is not None and command is not None:
             outbox_id = self._compress_command(request, command)
         elif request is not None:
-            if self._media is not None:
-                self._media.fetch_pending(request.session_id, up_to_anchor=request.anchor_seq)
             outbox_id, outcome = self._answer(request)
             llm_seconds = outcome.llm_seconds if outcome is not None else 0.0
         if outbox_id is not None:
@@ -279,7 +277,7 @@ class TurnRunner:
     def _begin(
         self, message_id: int, mode: BusyMode
     ) -> tuple[int | None, TurnRequest | None, str | None]:
-        """Load the turn; commands that need no model call are answered right here.
+        """Load the turn and fetch its images; commands needing no model call are answered here.
 
         Returns the outbox id of an answer given here, or the turn to run (with the focus
         of a ``/compress``, when it is one).
@@ -292,13 +290,15 @@ class TurnRunner:
                 return None, None, None
             message, chat_session, persona, tenant_settings = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
+            tenant = TenantDefaults.from_json(tenant_settings)
             request = TurnRequest(
                 chat_session.id,
                 message.id,
                 message.anchor_seq,
                 persona,
                 tenant_id=chat_session.tenant_id,
-                instructions=TenantDefaults.from_json(tenant_settings).instructions,
+                instructions=tenant.instructions,
+                tenant=tenant,
                 user_id=message.speaker_id,
                 busy_mode=mode,
             )
@@ -325,7 +325,14 @@ class TurnRunner:
                 )
             # Streamed replies grow in their platform message while the model writes.
             request = replace(request, on_text=self._streams.open(chat_session, message))
+            images = (
+                MediaFetchStep.pending(db, chat_session.id, up_to_anchor=message.anchor_seq)
+                if self._media is not None
+                else []
+            )
         self._delivery.typing(chat_session)
+        if images and self._media is not None:
+            self._media.fetch(chat_session.id, images)
         return None, request, None
 
     def _answer(self, request: TurnRequest) -> tuple[int | None, TurnOutcome | None]:

@@ -155,6 +155,9 @@ class _Loop:
     """Calls answered since the last commit; charged in it (tool round or reply)."""
     interim_tokens: int | None = None
     """Our count of the last request when it was the interim prompt (a compaction ran)."""
+    waiting: list[busy.Waiting] | None = None
+    """The messages waiting when the turn began, read with its transcript: the first safe
+    point uses them unless something slow ran since (a compaction, a resumed round)."""
 
 
 class Agent:
@@ -197,6 +200,8 @@ class Agent:
             self._hygiene(loop, engine)
         if loop.unfinished is not None and loop.tools is not None:
             self._finish_round(loop, loop.tools, loop.unfinished)
+        if loop.compactions or loop.unfinished is not None:
+            loop.waiting = None
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
             if (stopped := self._interrupted(loop)) is not None:
@@ -268,10 +273,15 @@ class Agent:
             )
             scope = UsageScope.of(chat_session, trigger.speaker_id)
             unfinished = journal.pending(trigger)
-            compression = services.compactor.settings_for(db, chat_session.tenant_id)
+            compression = (
+                services.compactor.settings_for(db, chat_session.tenant_id)
+                if request.tenant is None
+                else services.compactor.tenant_settings(request.tenant)
+            )
+            waiting = self._waiting(db)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)
-        return _Loop(view, system_prompt, scope, rounds, tools, unfinished)
+        return _Loop(view, system_prompt, scope, rounds, tools, unfinished, waiting=waiting)
 
     def _interrupted(self, loop: _Loop) -> TurnOutcome | None:
         """At a safe point: the outcome to stop with when a waiting message says so.
@@ -279,11 +289,10 @@ class Agent:
         The waiting rows in the database are the signal, so a ``/stop`` reaches this turn
         whichever worker process runs it.
         """
-        assert self._started is not None
-        with read_transaction(self._services.factory) as db:
-            newer = SessionRepository.from_session(db).waiting(
-                self.request.session_id, limit=INTERRUPT_LOOKAHEAD, after_seq=self._started[0].seq
-            )
+        newer, loop.waiting = loop.waiting, None
+        if newer is None:
+            with read_transaction(self._services.factory) as db:
+                newer = self._waiting(db)
         found = busy.interruption(newer, self.request.busy_mode)
         if found is None:
             return None
@@ -292,6 +301,13 @@ class Agent:
             extra={"session_id": self.request.session_id, "by": found.by, "stop": found.stop},
         )
         return replace(self._outcome(loop, TurnEnd.INTERRUPTED, ""), interrupted=found)
+
+    def _waiting(self, db: Session) -> list[busy.Waiting]:
+        """The messages that arrived after the one this turn answers and wait for a turn."""
+        assert self._started is not None
+        return SessionRepository.from_session(db).waiting(
+            self.request.session_id, limit=INTERRUPT_LOOKAHEAD, after_seq=self._started[0].seq
+        )
 
     def _metered(self, loop: _Loop, model: ChatModel) -> ChatModel:
         """``model`` with its calls charged to the ledger, numbered on from stored rounds."""

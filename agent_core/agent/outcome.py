@@ -10,6 +10,7 @@ from agent_core.compaction.runner import CompactionReport
 from agent_core.db.models import MessageKind
 from agent_core.errors import ProviderError
 from agent_core.llm.model import TextSink, Usage
+from agent_core.tenancy.settings import TenantDefaults
 
 
 class TurnEnd(StrEnum):
@@ -47,6 +48,9 @@ class TurnRequest:
     """The person being answered (budgets and usage per user)."""
     instructions: str | None = None
     """The tenant's instructions, added to the operator's in the prompt."""
+    tenant: TenantDefaults | None = None
+    """The tenant's stored settings when the caller read them with the message (its
+    compression thresholds apply); ``None``: the agent reads them."""
     busy_mode: BusyMode = BusyMode.STEER
     """What messages arriving meanwhile do (:mod:`agent_core.busy`); the library default
     steers them into a running tool loop."""

@@ -247,6 +247,42 @@ def test_a_turn_reads_its_bot_with_the_message_and_numbers_its_reply_in_one_upda
     assert h.session().last_prompt_tokens == 1_234
 
 
+def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_once_after_its_call(factory):
+    """The first safe point reuses what the turn read as it began: no transaction of its own."""
+    h = Harness(factory, replies=["hello"])
+    message_id = h.say("hi")
+    transactions = 0
+    looks: list[int] = []
+    transcript_reads: list[int] = []
+
+    def began(conn: Any) -> None:
+        nonlocal transactions
+        transactions += 1
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        flat = " ".join(statement.split())
+        if re.search(r"\bFROM messages\b.*\bturn_state\b", flat):
+            looks.append(transactions)
+        elif re.search(r"\bFROM messages\b.*\barchived\b", flat):
+            transcript_reads.append(transactions)
+
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+    engine = factory.kw["bind"]
+    event.listen(engine, "begin", began)
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        outcome = Agent(h.services, request).run()
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+        event.remove(engine, "begin", began)
+    assert outcome.end is TurnEnd.REPLY
+    assert len(looks) == 2, "one look before the call, one after"
+    assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+
+
 def test_a_turn_answered_twice_keeps_the_first_reply(factory):
     h = Harness(factory, replies=["first", "second"])
     message_id = h.say("hi")
