@@ -546,12 +546,9 @@ class Agent:
         summary: it sends what the compaction will leave (:mod:`agent_core.context.interim`).
         """
         loop.interim_tokens = None
-        if (
-            not self._services.compression.enabled
-            or self._size(loop).tokens < engine.threshold_tokens
-        ):
+        if not self._over_threshold(loop, engine):
             return loop.view.transcript.messages
-        if not lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION):
+        if not self._compacting_elsewhere():
             # A compaction that was running when preflight looked may have committed since:
             # send what it left, never the transcript read before it.
             before = loop.view.state
@@ -559,7 +556,13 @@ class Agent:
             if loop.view.state != before:
                 loop.system_prompt = loop.view.system_prompt or loop.system_prompt
                 engine.on_session_start(loop.view.state)
-            return loop.view.transcript.messages
+            if not self._over_threshold(loop, engine):
+                return loop.view.transcript.messages
+            # Still over (that compaction failed, or more arrived while it ran) and nobody
+            # compacts now: compact here, as preflight would have.
+            self._preflight(loop, engine)
+            if not self._over_threshold(loop, engine) or not self._compacting_elsewhere():
+                return loop.view.transcript.messages
         transcript = loop.view.transcript
         keep = interim_transcript(
             transcript.messages,
@@ -572,6 +575,15 @@ class Agent:
         kept = sum(transcript.token_counts[i] for i in keep)
         loop.interim_tokens = self._counted(loop) - transcript.tokens + kept
         return [transcript.messages[i] for i in keep]
+
+    def _over_threshold(self, loop: _Loop, engine: ContextEngine) -> bool:
+        return (
+            self._services.compression.enabled
+            and self._size(loop).tokens >= engine.threshold_tokens
+        )
+
+    def _compacting_elsewhere(self) -> bool:
+        return lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
 
     def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> None:
         """Run one response's tool calls and store the exchange (durable at once).

@@ -6,12 +6,15 @@ under another owner, as a background compaction on another worker holds it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.agent import TurnEnd
-from agent_core.compaction.runner import RunStatus
+from agent_core.compaction.runner import CompactionReport, RunStatus
+from agent_core.compaction.triggers import Trigger
 from agent_core.db.engine import transaction
 from agent_core.db.models import Message
 from agent_core.sessions import lock
@@ -80,3 +83,36 @@ def test_over_the_threshold_with_nobody_compacting_the_reply_path_compacts(
     outcome, _, _ = h.turn(h.say("summarise please"))
     assert [r.applied for r in outcome.compactions] == [True]
     assert h.session().compaction_count == 1
+
+
+def test_a_compaction_that_ended_without_bringing_the_session_under_compacts_on_the_reply_path(
+    factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Preflight found another process compacting; by the call that one had ended, and the
+    session is still over the threshold (it failed, or more arrived while it ran): nobody
+    is compacting now, so the reply compacts rather than send everything."""
+    h = Harness(factory, replies=["compacted after all"], compression_hygiene_threshold=0.99)
+    h.chatter(PAST_THRESHOLD, words=150)
+    question = h.say("what did we decide overnight?")
+    compactor = h.services.compactor
+    run = compactor.run
+    elsewhere: list[Trigger] = []
+
+    def busy_at_preflight(session_id: str, trigger: Trigger, **options: Any) -> CompactionReport:
+        if trigger is Trigger.PREFLIGHT and not elsewhere:
+            elsewhere.append(trigger)
+            _compacting_elsewhere(h)
+            try:
+                return run(session_id, trigger, **options)
+            finally:
+                assert lock.release(h.factory, h.session_id, lock.COMPACTION, "other-worker:1")
+        return run(session_id, trigger, **options)
+
+    monkeypatch.setattr(compactor, "run", busy_at_preflight)
+    outcome, _, _ = h.turn(question)
+    assert elsewhere, "preflight found the other compaction"
+    assert [r.status is RunStatus.BUSY for r in outcome.compactions] == [True, False]
+    assert outcome.compactions[-1].applied
+    (call,) = h.main.calls
+    assert COUNTER.count_messages(call.messages) < THRESHOLD
+    assert call.messages[-1]["content"] == "what did we decide overnight?"
