@@ -122,7 +122,12 @@ class Runtime:
         costs = CostTable(settings.model_prices)
         self.usage = UsageServices(
             UsageLedger(self.factory, costs, clock=clock, on_charge=metrics.count_charge),
-            Budgets(costs, timezone=settings.timezone, clock=clock),
+            Budgets(
+                costs,
+                timezone=settings.timezone,
+                clock=clock,
+                reservation_seconds=settings.budget_reservation_seconds,
+            ),
         )
         self.compactor = Compactor(
             settings.compression,
