@@ -136,6 +136,7 @@ class Runtime:
             self.models,
             prompts,
             ledger=self.usage.ledger,
+            budgets=self.usage.budgets,
         )
         self.lines = tenant_lines(self.compactor)
         """A tenant's compaction lines (``None``: compaction is off or there is no model)."""

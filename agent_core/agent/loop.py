@@ -532,6 +532,8 @@ class Agent:
                     Trigger.OVERFLOW,
                     wait_seconds=self._services.compression.lease_seconds,
                 )
+                if report.status is RunStatus.OVER_BUDGET and report.refusal:
+                    return self._outcome(loop, TurnEnd.BUDGET, report.refusal)
                 if report.aborted or report.status in (RunStatus.BUSY, RunStatus.LOCK_ERROR):
                     return self._outcome(
                         loop, TurnEnd.PROVIDER_ERROR, notices.provider_notice(error)
