@@ -346,6 +346,10 @@ class Agent:
         usage = self._services.usage
         if usage is None:
             return None
+        # A read first: a tenant without budgets takes no write lock on every call.
+        with read_transaction(self._services.factory) as db:
+            if not usage.budgets.apply_to(db, loop.scope):
+                return None
         with transaction(self._services.factory, durable=False) as db:
             broken = usage.budgets.reserve(
                 db,

@@ -47,7 +47,7 @@ from agent_core.context import (
     preflight,
 )
 from agent_core.db.base import utcnow
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Tenant
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
@@ -375,14 +375,15 @@ class Compactor:
             return CompactionReport(trigger, RunStatus.NOT_NEEDED)
         holder = f"compaction:{session_id}:{view.summary_version}"
         model_name = (summary or main).name
-        refused = self._over_budget(scope, holder, trigger, model_name, size.tokens)
-        if refused is not None:
-            return refused
+        held = self._reserve(scope, holder, trigger, model_name, size.tokens)
+        if isinstance(held, CompactionReport):
+            return held
         cpu_started, wall_started = time.thread_time(), time.perf_counter()
         try:
             result = self._compress(engine, view, trigger, size, focus_topic, tools)
         finally:
-            self._release(holder)
+            if held:
+                self._release(holder)
         measured = Measurements(
             cpu_ms=round((time.thread_time() - cpu_started - meter.cpu_seconds) * 1000, 3),
             wall_ms=round((time.perf_counter() - wall_started) * 1000, 3),
@@ -424,17 +425,20 @@ class Compactor:
         )
         return CompactionReport(trigger, RunStatus.RAN, result, compaction_id, measured.cpu_ms)
 
-    def _over_budget(
+    def _reserve(
         self, scope: UsageScope, holder: str, trigger: Trigger, model: str, estimate: int
-    ) -> CompactionReport | None:
-        """The skipped report when the summary calls would pass a budget; else reserved."""
+    ) -> CompactionReport | bool:
+        """Hold the summary calls' estimate (whether held), or the report of the skip."""
         budgets = self.budgets
         if budgets is None:
-            return None
+            return False
+        with read_transaction(self._factory) as db:
+            if not budgets.apply_to(db, scope):
+                return False
         with transaction(self._factory, durable=False) as db:
             broken = budgets.reserve(db, scope, holder, model=model, estimate_tokens=estimate)
         if broken is None:
-            return None
+            return True
         log.info(
             "compaction skipped: over budget",
             extra={

@@ -217,6 +217,11 @@ class Budgets:
         price = self.costs.price(model)
         return estimate_tokens * price.input if price is not None else 0.0
 
+    @staticmethod
+    def apply_to(db: Session, scope: UsageScope) -> bool:
+        """Whether the tenant has budgets (a read: without them nothing is reserved)."""
+        return bool(UsageRepository.from_session(db).budgets(scope.tenant_id))
+
     def reserve(
         self, db: Session, scope: UsageScope, holder: str, *, model: str, estimate_tokens: int
     ) -> BudgetStatus | None:
