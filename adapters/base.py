@@ -36,6 +36,24 @@ never raises for bad input (it logs and drops it), and does no LLM work.
 
 
 @dataclass(frozen=True, slots=True)
+class Allowlist:
+    """Who may reach a bot: platform user ids and chat ids (an empty set: everyone)."""
+
+    users: frozenset[str] = frozenset()
+    chats: frozenset[str] = frozenset()
+
+    def allows(self, user_id: str | None, chat_id: str) -> bool:
+        """Whether a message from ``user_id`` in ``chat_id`` reaches the bot."""
+        if self.users and (user_id or "") not in self.users:
+            return False
+        return not (self.chats and chat_id not in self.chats)
+
+
+AllowlistSource = Callable[[], Awaitable[Allowlist]]
+"""The bot's allowlist as it is now: tenant settings and bot config change while it runs."""
+
+
+@dataclass(frozen=True, slots=True)
 class BotConfig:
     """One bot's platform settings, as the adapter needs them."""
 
@@ -53,6 +71,15 @@ class BotConfig:
     offers several sizes of a photo, the largest one under it is chosen."""
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
     """Platform-specific secrets and options (signing secret, app token, webhook secret)."""
+    live_allowlist: AllowlistSource | None = field(default=None, repr=False, compare=False)
+    """Where a receiver reads the allowlist before it spends work on an event (the gateway
+    gives it one that follows changes); ``None``: the sets above, as configured at start."""
+
+    async def allowlist(self) -> Allowlist:
+        """The allowlist in force now."""
+        if self.live_allowlist is not None:
+            return await self.live_allowlist()
+        return Allowlist(self.allow_users, self.allow_chats)
 
 
 class AdapterError(Exception):

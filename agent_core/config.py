@@ -74,6 +74,8 @@ DEFAULT_SUMMARY_CONCURRENCY = 4
 """Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
+DEFAULT_BUDGET_RESERVATION_SECONDS = 900.0
+"""How long a model call's reserved estimate counts against budgets if its worker dies."""
 DEFAULT_RATE_LIMIT_USER = "10/minute;100/hour"
 """Turns one person may ask of one bot (``limits`` notation; several windows with ``;``)."""
 DEFAULT_RATE_LIMIT_CHAT = "30/minute;300/hour"
@@ -408,6 +410,8 @@ class Settings(BaseSettings):
     mcp_start_timeout: float = Field(DEFAULT_MCP_START_TIMEOUT_SECONDS, gt=0)
     memory_max_entry_chars: int = Field(DEFAULT_MEMORY_MAX_ENTRY_CHARS, ge=20)
     memory_max_entries: int = Field(DEFAULT_MEMORY_MAX_ENTRIES, ge=1)
+    budget_reservation_seconds: float = Field(DEFAULT_BUDGET_RESERVATION_SECONDS, gt=0)
+    """How long the estimate held for a call in flight counts when its worker died."""
     model_costs: Path | None = None
     """A YAML or JSON file of USD per token for models litellm's price map does not know
     (``openai/my-model: {input: 0.0000005, output: 0.0000015}``)."""

@@ -108,6 +108,8 @@ def manual_compaction(report: CompactionReport) -> str:
         return "Compaction is unavailable right now (the database is not answering)."
     if report.status is RunStatus.NO_MODEL:
         return NO_MODEL
+    if report.status is RunStatus.OVER_BUDGET and report.refusal:
+        return report.refusal
     if result is None or not report.applied:
         if report.aborted:
             return aborted_compaction(report)

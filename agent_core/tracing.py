@@ -7,8 +7,10 @@ background batch processor.
 
 A message's trace is carried as a W3C ``traceparent`` string: stored on the message row
 at intake, it lets whichever worker (or sweeper) runs the turn continue the trace, even
-when the broker lost the doorbell. Only ids, names and counts become attributes: never
-message bodies, prompts or secrets.
+when the broker lost the doorbell. A caller's ``traceparent`` header on a webhook, web
+chat or admin request is continued (:mod:`gateway.traced`), so its message's trace is
+the caller's; a delivery retried after its turn is a trace of its own, linked to it.
+Only ids, names and counts become attributes: never message bodies, prompts or secrets.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "enabled",
     "install",
     "nested",
+    "recording",
     "span",
     "traceparent",
 ]
@@ -129,6 +132,11 @@ def nested(name: str, *, kind: SpanKind = SpanKind.INTERNAL) -> AbstractContextM
     if tracer is None or not trace.get_current_span().is_recording():
         return _NOOP
     return tracer.start_as_current_span(name, kind=kind)
+
+
+def recording() -> bool:
+    """Whether a span is being recorded here now (an HTTP request's, a turn's)."""
+    return _tracer is not None and trace.get_current_span().is_recording()
 
 
 def traceparent() -> str | None:

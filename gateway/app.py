@@ -23,6 +23,7 @@ from gateway.routes import admin, admin_usage, health, webchat, webchat_stream, 
 from gateway.routes.webchat_access import BrowserCookies, only_loopback
 from gateway.routes.webchat_stream import StreamShutdown
 from gateway.supervisor import PlatformSupervisor
+from gateway.traced import ContinueTraces
 from workers.broker import CeleryDispatcher, create_celery
 from workers.dispatch import Dispatcher
 from workers.embedded import EmbeddedRunner
@@ -104,6 +105,7 @@ def create_app(
     app.state.console_sessions = store_for(settings.redis_url)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ContinueTraces)
     # Every route reads through the body limit (413) and may meet a malformed request (400).
     every_route = documented(400, 413)
     app.include_router(health.router, responses=every_route)

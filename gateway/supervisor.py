@@ -2,6 +2,9 @@
 
 Listeners (Telegram long polling, the Discord gateway, Slack Socket Mode) run as tasks and
 are restarted with back-off when they fail; webhook handlers are looked up by the route.
+Their allowlist pre-checks read the bot directory, so a change of a tenant's settings or a
+bot's config reaches them within ``HUBBUB_SETTINGS_REFRESH_SECONDS`` (at once when made
+through this process's admin API), without a restart.
 The worker child of ``hubbub up`` is restarted the same way whenever it exits.
 """
 
@@ -14,10 +17,12 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import replace
 
 from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.exc import SQLAlchemyError
 
-from adapters.base import BotConfig, Listener, WebhookHandler
+from adapters.base import Allowlist, AllowlistSource, BotConfig, Listener, WebhookHandler
 from adapters.messages import InboundMessage
 from adapters.registry import create_listener, create_webhook
 from agent_core.db.engine import transaction
@@ -101,7 +106,29 @@ class PlatformSupervisor:
                 if b.platform in PLATFORMS and b.credentials is not None and _named_well(b)
             ]
         configs.extend(self._runtime.bots.config(bot_id) for bot_id in stored)
-        return configs
+        return [replace(c, live_allowlist=self._allowlist_of(c)) for c in configs]
+
+    def _allowlist_of(self, config: BotConfig) -> AllowlistSource:
+        """The bot's allowlist as the bot directory has it now (refreshed, not from start)."""
+
+        async def current() -> Allowlist:
+            fresh = await run_in_threadpool(self._current_config, config)
+            return Allowlist(fresh.allow_users, fresh.allow_chats)
+
+        return current
+
+    def _current_config(self, config: BotConfig) -> BotConfig:
+        bots = self._runtime.bots
+        try:
+            record = bots.resolve(config.tenant_id, config.platform, config.bot_name)
+            return bots.config(record.id) if record is not None else config
+        except (KeyError, SQLAlchemyError):
+            # Intake checks again on the stored message; until then, what the bot started with.
+            log.warning(
+                "bot settings unavailable; using the allowlist it started with",
+                extra={"platform": config.platform, "bot": bot_path_id(config)},
+            )
+            return config
 
     async def start(self) -> None:
         """Build handlers and start listeners; a bot that fails to start is logged, not fatal."""

@@ -32,7 +32,7 @@ from adapters.messages import ChatTarget, OutboundMessage
 from adapters.registry import create_deliverer
 from agent_core import tracing
 from agent_core.db.base import utcnow
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession
 from agent_core.outbox.repository import (
     ClaimedReply,
@@ -124,9 +124,19 @@ class DeliveryService:
     def deliver(self, outbox_id: int) -> bool:
         """Send one reply if it is due and unclaimed; ``True`` when this call delivered it.
 
-        Inside a traced turn the attempt is a ``hubbub.delivery`` span of it.
+        Inside a traced turn the attempt is a ``hubbub.delivery`` span of it. A retry after
+        the turn (the sweeper's, a retry task's) is the root of a trace of its own, linked
+        to the turn's trace through the traceparent stored with the message it answers.
         """
-        with tracing.nested("hubbub.delivery", kind=tracing.SpanKind.PRODUCER) as span:
+        if tracing.enabled() and not tracing.recording():
+            with read_transaction(self._factory) as db:
+                origin = OutboxRepository.from_session(db).trace_origin(outbox_id)
+            attempt = tracing.span(
+                "hubbub.delivery", root=True, links=(origin,), kind=tracing.SpanKind.PRODUCER
+            )
+        else:
+            attempt = tracing.nested("hubbub.delivery", kind=tracing.SpanKind.PRODUCER)
+        with attempt as span:
             delivered = self._deliver(outbox_id)
             if span.is_recording():
                 span.set_attributes({"hubbub.outbox_id": outbox_id, "hubbub.delivered": delivered})

@@ -106,14 +106,18 @@ class Intake:
 
         Returns ``None`` when the message is ignored: an unknown bot, or a sender or chat
         outside the bot's allowlist. Ignoring costs nothing and stores nothing. With
-        tracing on, the message's trace starts here and is stored with the message.
+        tracing on, the message's trace starts here (or continues the HTTP caller's) and is
+        stored with the message.
 
         Raises:
             InvalidInput: the message is empty or too long; nothing was stored.
         """
         if not tracing.enabled():
             return self._accept(inbound)
-        with tracing.span("hubbub.inbound", root=True, kind=tracing.SpanKind.SERVER) as span:
+        # Inside a request that carried the caller's traceparent: its trace, else a new one.
+        with tracing.span(
+            "hubbub.inbound", root=not tracing.recording(), kind=tracing.SpanKind.SERVER
+        ) as span:
             span.set_attributes(
                 {
                     "hubbub.platform": inbound.platform,

@@ -99,6 +99,12 @@ TENANT_REFUSALS = Counter(
     ["tenant"],
 )
 
+TENANT_COMPACTIONS_OVER_BUDGET = Counter(
+    "hubbub_tenant_compactions_over_budget_total",
+    "Compactions skipped because their summary calls would pass a budget, per tenant.",
+    ["tenant"],
+)
+
 
 def count_charge(charge: Charge) -> None:
     """Count one usage row as it is written to the ledger."""

@@ -122,7 +122,12 @@ class Runtime:
         costs = CostTable(settings.model_prices)
         self.usage = UsageServices(
             UsageLedger(self.factory, costs, clock=clock, on_charge=metrics.count_charge),
-            Budgets(costs, timezone=settings.timezone, clock=clock),
+            Budgets(
+                costs,
+                timezone=settings.timezone,
+                clock=clock,
+                reservation_seconds=settings.budget_reservation_seconds,
+            ),
         )
         self.compactor = Compactor(
             settings.compression,
@@ -131,6 +136,7 @@ class Runtime:
             self.models,
             prompts,
             ledger=self.usage.ledger,
+            budgets=self.usage.budgets,
         )
         self.lines = tenant_lines(self.compactor)
         """A tenant's compaction lines (``None``: compaction is off or there is no model)."""

@@ -63,6 +63,8 @@ def record_compaction_metrics(
             metrics.COMPACTIONS.labels(report.trigger, report.result.strategy).inc()
         elif report.status is RunStatus.LOCK_ERROR:
             metrics.ERRORS.labels("compaction_lock").inc()
+        elif report.status is RunStatus.OVER_BUDGET and report.tenant_id is not None:
+            metrics.TENANT_COMPACTIONS_OVER_BUDGET.labels(report.tenant_id).inc()
 
 
 def _log_turn(

@@ -72,18 +72,13 @@ class SlashCommands:
         """Acknowledge the interaction now, then queue the command for the sink."""
         known = locate(interaction.channel) if interaction.channel is not None else None
         chat_id = known.chat_id if known is not None else str(interaction.channel_id)
-        if not self._allowed(str(interaction.user.id), chat_id):
+        if not (await self._config.allowlist()).allows(str(interaction.user.id), chat_id):
             await self._respond(interaction, NOT_ALLOWED_TEXT, ephemeral=True)
             return
         ack_id = await self._respond(interaction, ACK_TEXT.format(command=command))
         self._receiver.enqueue(
             functools.partial(self._hand_over, interaction, command, args, ack_id)
         )
-
-    def _allowed(self, user_id: str, chat_id: str) -> bool:
-        if self._config.allow_users and user_id not in self._config.allow_users:
-            return False
-        return not (self._config.allow_chats and chat_id not in self._config.allow_chats)
 
     async def _respond(
         self, interaction: discord.Interaction, text: str, *, ephemeral: bool = False

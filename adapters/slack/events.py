@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.base import BotConfig
+from adapters.base import Allowlist, BotConfig
 from adapters.commands import parse_command
 from adapters.messages import ChatType, InboundImage, InboundMessage
 from adapters.slack.identity import BotIdentity
@@ -31,6 +31,8 @@ PLATFORM = "slack"
 KNOWN_COMMANDS = frozenset({"help", "new", "usage", "compress", "compact", "memory", "forget"})
 NEW_MESSAGE_SUBTYPES = frozenset({"bot_message", "thread_broadcast", "file_share", "me_message"})
 """Message subtypes that are something someone said (besides plain messages)."""
+CHANGE_SUBTYPES = frozenset({"message_changed", "message_deleted"})
+"""Message subtypes that edit or delete what someone said."""
 MAX_MENTION_LOOKUPS = 10
 """Mentions beyond this many distinct users keep their ids, so one message costs few calls."""
 
@@ -110,12 +112,6 @@ class EventNormaliser:
         self._users = users
         self._threads = threads
 
-    def _allowed(self, sender: str | None, channel: str) -> bool:
-        # Checked here as well as at intake so an ignored message costs no name lookups.
-        if self._config.allow_users and (sender or "") not in self._config.allow_users:
-            return False
-        return not (self._config.allow_chats and channel not in self._config.allow_chats)
-
     def _base(self, channel: str, chat_type: ChatType, thread_id: str) -> dict[str, Any]:
         return {
             "platform": PLATFORM,
@@ -137,16 +133,18 @@ class EventNormaliser:
         if kind not in ("message", "app_mention") or not isinstance(channel, str):
             return None
         subtype = event.get("subtype")
-        if subtype == "message_changed":
-            return self._edit(event, channel, identity)
-        if subtype == "message_deleted":
-            return self._delete(event, channel, identity)
-        if subtype is not None and subtype not in NEW_MESSAGE_SUBTYPES:
+        if subtype is not None and subtype not in NEW_MESSAGE_SUBTYPES | CHANGE_SUBTYPES:
             return None
-        return await self._message(event, channel, identity)
+        # Checked here as well as at intake so an ignored message costs no name lookups.
+        allowlist = await self._config.allowlist()
+        if subtype == "message_changed":
+            return self._edit(event, channel, identity, allowlist)
+        if subtype == "message_deleted":
+            return self._delete(event, channel, identity, allowlist)
+        return await self._message(event, channel, identity, allowlist)
 
     async def _message(
-        self, event: Event, channel: str, identity: BotIdentity
+        self, event: Event, channel: str, identity: BotIdentity, allowlist: Allowlist
     ) -> InboundMessage | None:
         ts = event.get("ts")
         if not isinstance(ts, str):
@@ -158,7 +156,7 @@ class EventNormaliser:
                 self._threads.joined(channel, thread_id)
             return None
         sender_id = user or bot_id
-        if not self._allowed(sender_id, channel):
+        if not allowlist.allows(sender_id, channel):
             return None
         chat_type = chat_type_of(channel, event.get("channel_type"))
         raw = str(event.get("text") or "")
@@ -208,12 +206,16 @@ class EventNormaliser:
         names = {identity.user_id: identity.name} | {user.id: user.name for user in found}
         return to_plain(strip_leading_mention(raw, identity.user_id), names).strip()
 
-    def _edit(self, event: Event, channel: str, identity: BotIdentity) -> InboundMessage | None:
+    def _edit(
+        self, event: Event, channel: str, identity: BotIdentity, allowlist: Allowlist
+    ) -> InboundMessage | None:
         message = event.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("ts"), str):
             return None
         user, bot_id = message.get("user"), message.get("bot_id")
-        if identity.is_self(user=user, bot_id=bot_id) or not self._allowed(user or bot_id, channel):
+        if identity.is_self(user=user, bot_id=bot_id) or not allowlist.allows(
+            user or bot_id, channel
+        ):
             return None
         previous = event.get("previous_message")
         text = str(message.get("text") or "")
@@ -236,14 +238,18 @@ class EventNormaliser:
             event="edit",
         )
 
-    def _delete(self, event: Event, channel: str, identity: BotIdentity) -> InboundMessage | None:
+    def _delete(
+        self, event: Event, channel: str, identity: BotIdentity, allowlist: Allowlist
+    ) -> InboundMessage | None:
         deleted_ts = event.get("deleted_ts")
         if not isinstance(deleted_ts, str):
             return None
         previous = event.get("previous_message")
         previous = previous if isinstance(previous, dict) else {}
         user, bot_id = previous.get("user"), previous.get("bot_id")
-        if identity.is_self(user=user, bot_id=bot_id) or not self._allowed(user or bot_id, channel):
+        if identity.is_self(user=user, bot_id=bot_id) or not allowlist.allows(
+            user or bot_id, channel
+        ):
             return None
         return InboundMessage(
             **self._base(
@@ -267,7 +273,7 @@ class EventNormaliser:
         trigger = payload.get("trigger_id")
         if not (isinstance(channel, str) and isinstance(user, str) and isinstance(trigger, str)):
             return None
-        if not self._allowed(user, channel):
+        if not (await self._config.allowlist()).allows(user, channel):
             return None
         name = str(payload.get("command") or "").lstrip("/").lower()
         text = str(payload.get("text") or "").strip()

@@ -153,6 +153,8 @@ class _Loop:
     steered: int = 0
     uncharged: list[PendingCall] = field(default_factory=list)
     """Calls answered since the last commit; charged in it (tool round or reply)."""
+    reserved: bool = False
+    """The next (or last answered) call's estimate is held against the budgets."""
     interim_tokens: int | None = None
     """Our count of the last request when it was the interim prompt (a compaction ran)."""
     waiting: list[busy.Waiting] | None = None
@@ -181,6 +183,12 @@ class Agent:
 
     def run(self) -> TurnOutcome:
         """Answer the message; never raises for a failed model call (the outcome says)."""
+        try:
+            return self._run()
+        finally:
+            self._release()
+
+    def _run(self) -> TurnOutcome:
         try:
             model = self._services.models.main()
         except ConfigError:
@@ -320,21 +328,53 @@ class Agent:
         return LedgerModel(model, usage.ledger, loop.scope, Purpose.MAIN, keys, loop.uncharged)
 
     def _charge(self, db: Session, loop: _Loop) -> None:
-        """Charge the calls answered since the last commit, in this commit."""
+        """Charge the calls answered since the last commit, settling their held estimate."""
         usage = self._services.usage
         if usage is not None and loop.uncharged:
             usage.ledger.write(db, loop.uncharged)
             loop.uncharged.clear()
+            if loop.reserved:
+                usage.budgets.settle(db, self._holder)
+                loop.reserved = False
+
+    @property
+    def _holder(self) -> str:
+        """Whose reservation the turn's calls hold (a run again replaces its own)."""
+        return f"turn:{self.request.message_id}"
+
+    def _release(self) -> None:
+        """Drop an estimate held for a call that was never answered (failed, stopped).
+
+        A call answered keeps its estimate until :meth:`finish` charges it.
+        """
+        usage, loop = self._services.usage, self._loop
+        if usage is None or loop is None or not loop.reserved or loop.uncharged:
+            return
+        with transaction(self._services.factory, durable=False) as db:
+            usage.budgets.settle(db, self._holder)
+        loop.reserved = False
 
     def _over_budget(self, loop: _Loop, model: ChatModel) -> TurnOutcome | None:
-        """The refusal to end the turn with when the next call would break a budget."""
+        """The refusal to end the turn with when the next call would break a budget.
+
+        Otherwise the call's estimate is held until it is charged or fails.
+        """
         usage = self._services.usage
         if usage is None:
             return None
+        # A read first: a tenant without budgets takes no write lock on every call.
         with read_transaction(self._services.factory) as db:
-            broken = usage.budgets.check(
-                db, loop.scope, model=model.name, estimate_tokens=self._counted(loop)
+            if not usage.budgets.apply_to(db, loop.scope):
+                return None
+        with transaction(self._services.factory, durable=False) as db:
+            broken = usage.budgets.reserve(
+                db,
+                loop.scope,
+                self._holder,
+                model=model.name,
+                estimate_tokens=self._counted(loop),
             )
+        loop.reserved = broken is None
         if broken is None:
             return None
         log.info(
@@ -512,6 +552,8 @@ class Agent:
                     Trigger.OVERFLOW,
                     wait_seconds=self._services.compression.lease_seconds,
                 )
+                if report.status is RunStatus.OVER_BUDGET and report.refusal:
+                    return self._outcome(loop, TurnEnd.BUDGET, report.refusal)
                 if report.aborted or report.status in (RunStatus.BUSY, RunStatus.LOCK_ERROR):
                     return self._outcome(
                         loop, TurnEnd.PROVIDER_ERROR, notices.provider_notice(error)

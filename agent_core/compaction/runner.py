@@ -9,6 +9,11 @@ judges that fresh read, because another worker may have compacted meanwhile.
 
 Lock errors fail closed: if the lease cannot be read or taken (the database is failing),
 no compaction runs and the turn goes on with the transcript as stored.
+
+The summary calls count against budgets like a turn's: before compressing, the estimate
+(the transcript's size) is checked and reserved for the compaction, and its calls are
+charged as they return. A compaction that would pass a budget is skipped
+(:attr:`RunStatus.OVER_BUDGET`) rather than spending; ``/compress`` answers the refusal.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from agent_core.context import (
     preflight,
 )
 from agent_core.db.base import utcnow
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Tenant
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
@@ -54,7 +59,14 @@ from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.view import SessionView, load_view
 from agent_core.tenancy.settings import TenantDefaults, compression_for
 from agent_core.tokens import TokenCounter, rough_tokens
-from agent_core.usage import LedgerModel, Purpose, UsageLedger, UsageScope, compaction_keys
+from agent_core.usage import (
+    Budgets,
+    LedgerModel,
+    Purpose,
+    UsageLedger,
+    UsageScope,
+    compaction_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +87,8 @@ class RunStatus(StrEnum):
     """The trigger's rule said no on the fresh read."""
     SUPERSEDED = "superseded"
     """Another compaction committed while this one ran (its lease had expired); discarded."""
+    OVER_BUDGET = "over_budget"
+    """Its summary calls would pass a budget: skipped, nothing spent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +101,10 @@ class CompactionReport:
     compaction_id: int | None = None
     cpu_ms: float | None = None
     """The compressor's own CPU, model calls excluded."""
+    tenant_id: str | None = None
+    """Whose budget refused it (:attr:`RunStatus.OVER_BUDGET` only)."""
+    refusal: str | None = None
+    """What to tell the person who asked (:attr:`RunStatus.OVER_BUDGET` only)."""
 
     @property
     def applied(self) -> bool:
@@ -162,6 +180,7 @@ class Compactor:
         models: the main and summary models.
         prompts: rebuilds a session's system prompt after a compaction (fresh memory).
         ledger: where the summary calls are charged (``None``: nowhere).
+        budgets: checked before the summary calls (``None``: none).
     """
 
     def __init__(
@@ -172,9 +191,11 @@ class Compactor:
         models: ModelSet,
         prompts: PromptAssembler,
         ledger: UsageLedger | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = ledger
+        self.budgets = budgets
         self._factory = factory
         self._counter = counter
         self._models = models
@@ -352,8 +373,17 @@ class Compactor:
         size = exact_size(view, self._counter, overhead_tokens=overhead_tokens)
         if not due(trigger, size, engine):
             return CompactionReport(trigger, RunStatus.NOT_NEEDED)
+        holder = f"compaction:{session_id}:{view.summary_version}"
+        model_name = (summary or main).name
+        held = self._reserve(scope, holder, trigger, model_name, size.tokens)
+        if isinstance(held, CompactionReport):
+            return held
         cpu_started, wall_started = time.thread_time(), time.perf_counter()
-        result = self._compress(engine, view, trigger, size, focus_topic, tools)
+        try:
+            result = self._compress(engine, view, trigger, size, focus_topic, tools)
+        finally:
+            if held:
+                self._release(holder)
         measured = Measurements(
             cpu_ms=round((time.thread_time() - cpu_started - meter.cpu_seconds) * 1000, 3),
             wall_ms=round((time.perf_counter() - wall_started) * 1000, 3),
@@ -394,6 +424,47 @@ class Compactor:
             },
         )
         return CompactionReport(trigger, RunStatus.RAN, result, compaction_id, measured.cpu_ms)
+
+    def _reserve(
+        self, scope: UsageScope, holder: str, trigger: Trigger, model: str, estimate: int
+    ) -> CompactionReport | bool:
+        """Hold the summary calls' estimate (whether held), or the report of the skip."""
+        budgets = self.budgets
+        if budgets is None:
+            return False
+        with read_transaction(self._factory) as db:
+            if not budgets.apply_to(db, scope):
+                return False
+        with transaction(self._factory, durable=False) as db:
+            broken = budgets.reserve(db, scope, holder, model=model, estimate_tokens=estimate)
+        if broken is None:
+            return True
+        log.info(
+            "compaction skipped: over budget",
+            extra={
+                "session_id": scope.session_id,
+                "trigger": trigger,
+                "budget_scope": broken.scope,
+                "period": broken.period,
+                "unit": broken.unit,
+            },
+        )
+        return CompactionReport(
+            trigger,
+            RunStatus.OVER_BUDGET,
+            tenant_id=scope.tenant_id,
+            refusal=budgets.refusal(broken),
+        )
+
+    def _release(self, holder: str) -> None:
+        """Drop the compaction's reservation: its summary calls are charged by now."""
+        if self.budgets is None:
+            return
+        try:
+            with transaction(self._factory, durable=False) as db:
+                self.budgets.settle(db, holder)
+        except SQLAlchemyError:
+            log.warning("budget reservation not released; it will expire")
 
     def _charged(self, scope: UsageScope, summary_version: int) -> Callable[[ChatModel], ChatModel]:
         """Wraps the compaction's models so their calls are charged under shared keys."""

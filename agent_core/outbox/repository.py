@@ -26,8 +26,9 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
-from agent_core.db.models import OutboxEntry, OutboxState, ReplyStream
+from agent_core.db.models import Message, OutboxEntry, OutboxState, ReplyStream
 from agent_core.db.tables import OUTBOX, param
+from agent_core.tracing import TRACEPARENT
 
 MAX_ERROR_CHARS = 500
 INTERRUPTED = "the deliverer stopped mid-send; the outcome is unknown until it is settled"
@@ -149,6 +150,16 @@ class OutboxRepository:
                 .limit(limit)
             )
         )
+
+    def trace_origin(self, outbox_id: int) -> str | None:
+        """The traceparent stored with the message a reply answers (its turn's trace)."""
+        meta = self.session.execute(
+            select(Message.meta)
+            .join(OutboxEntry, OutboxEntry.trigger_message_id == Message.id)
+            .where(OutboxEntry.id == outbox_id)
+        ).scalar_one_or_none()
+        found = (meta or {}).get(TRACEPARENT)
+        return found if isinstance(found, str) else None
 
     def claim(self, outbox_id: int, *, claim_seconds: float) -> ClaimedReply | None:
         """Move a due entry to ``sending`` and return what sending it needs.

@@ -3,23 +3,30 @@
 A budget limits the tokens (prompt plus completion) or the US dollars a tenant spends per
 day or month (in ``HUBBUB_TIMEZONE``): the tenant as a whole, each of its users, or each of
 its chats. Usage is read from the ledger, so the summary model's calls count as well.
+
+The check before a call and the reservation of its estimate are one step under the
+tenant's budget lock (:meth:`Budgets.reserve`): concurrent turns each see the estimates of
+the calls still in flight, so together they cannot pass a budget that each alone would
+not. A reservation is settled in the transaction that charges the call's real usage,
+released when the call fails, and stops counting when it expires (its worker died).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
+from agent_core.config import DEFAULT_BUDGET_RESERVATION_SECONDS
 from agent_core.db.models import Budget
 from agent_core.errors import InvalidInput
 from agent_core.llm.costs import CostTable
 from agent_core.usage.ledger import UsageScope
 from agent_core.usage.periods import SYSTEM_CLOCK, Clock, Period, Window, window
-from agent_core.usage.repository import Totals, UsageRepository
+from agent_core.usage.repository import Reserved, Totals, UsageRepository
 
 WARNING_LEVELS = (80, 95)
 """Per cent of a budget at which the chat is warned, once each per period."""
@@ -82,6 +89,9 @@ class BudgetStatus:
     """The user id or chat key counted (empty for the tenant)."""
     window: Window
     used: float
+    """Charged in the ledger this period."""
+    reserved: float = 0.0
+    """Held by calls in flight (other turns' estimates)."""
 
     @property
     def share(self) -> float:
@@ -92,7 +102,8 @@ class BudgetStatus:
 
     def exhausted_by(self, estimate: float) -> bool:
         """Whether the budget is used up, or a call of ``estimate`` would pass it."""
-        return self.used >= self.amount or self.used + estimate > self.amount
+        committed = self.used + self.reserved
+        return committed >= self.amount or committed + estimate > self.amount
 
 
 def format_amount(unit: Unit, value: float) -> str:
@@ -122,20 +133,28 @@ class Budgets:
         costs: model prices (a USD estimate is the input price of the estimated prompt).
         timezone: the zone days and months are counted in.
         clock: the current time.
+        reservation_seconds: how long an unsettled reservation counts.
     """
 
     def __init__(
-        self, costs: CostTable, *, timezone: str = "UTC", clock: Clock = SYSTEM_CLOCK
+        self,
+        costs: CostTable,
+        *,
+        timezone: str = "UTC",
+        clock: Clock = SYSTEM_CLOCK,
+        reservation_seconds: float = DEFAULT_BUDGET_RESERVATION_SECONDS,
     ) -> None:
         self.costs = costs
         self.timezone = timezone
         self.clock = clock
+        self.reservation_seconds = reservation_seconds
 
     def statuses(self, db: Session, scope: UsageScope) -> list[BudgetStatus]:
         """Every budget that applies to ``scope`` with its use in the current period."""
         repo = UsageRepository.from_session(db)
         now = self.clock()
         cache: dict[tuple[str, str, datetime], Totals] = {}
+        holding: dict[tuple[str, str], Reserved] = {}
         found = []
         for budget in repo.budgets(scope.tenant_id):
             subject = self._subject(budget, scope)
@@ -150,8 +169,16 @@ class Budgets:
                     user_id=subject if budget.scope == Scope.USER else None,
                     chat_key=subject if budget.scope == Scope.CHAT else None,
                 )
-            totals = cache[cache_key]
-            used = float(totals.tokens) if budget.unit == Unit.TOKENS else totals.cost_usd
+            if (budget.scope, subject) not in holding:
+                holding[budget.scope, subject] = repo.reserved(
+                    scope.tenant_id,
+                    now,
+                    user_id=subject if budget.scope == Scope.USER else None,
+                    chat_key=subject if budget.scope == Scope.CHAT else None,
+                )
+            totals, held = cache[cache_key], holding[budget.scope, subject]
+            tokens = budget.unit == Unit.TOKENS
+            used = float(totals.tokens) if tokens else totals.cost_usd
             found.append(
                 BudgetStatus(
                     budget.id,
@@ -162,6 +189,7 @@ class Budgets:
                     subject,
                     current,
                     used,
+                    float(held.tokens) if tokens else held.cost_usd,
                 )
             )
         return found
@@ -178,13 +206,59 @@ class Budgets:
         self, db: Session, scope: UsageScope, *, model: str, estimate_tokens: int
     ) -> BudgetStatus | None:
         """The budget a call of ``estimate_tokens`` prompt tokens would break, if any."""
-        price = self.costs.price(model)
-        estimate_usd = estimate_tokens * price.input if price is not None else 0.0
+        estimate_usd = self._estimate_usd(model, estimate_tokens)
         for status in self.statuses(db, scope):
             estimate = estimate_tokens if status.unit is Unit.TOKENS else estimate_usd
             if status.exhausted_by(estimate):
                 return status
         return None
+
+    def _estimate_usd(self, model: str, estimate_tokens: int) -> float:
+        price = self.costs.price(model)
+        return estimate_tokens * price.input if price is not None else 0.0
+
+    @staticmethod
+    def apply_to(db: Session, scope: UsageScope) -> bool:
+        """Whether the tenant has budgets (a read: without them nothing is reserved)."""
+        return bool(UsageRepository.from_session(db).budgets(scope.tenant_id))
+
+    def reserve(
+        self, db: Session, scope: UsageScope, holder: str, *, model: str, estimate_tokens: int
+    ) -> BudgetStatus | None:
+        """Check a call's estimate and hold it for ``holder``; the budget broken, if any.
+
+        Run in a write unit of work: the tenant's lock is held until it commits, so the
+        check and the reservation are one step for every concurrent caller. A tenant
+        without budgets reserves nothing (and takes no lock). On a refusal nothing is held,
+        and the holder's previous reservation is dropped.
+        """
+        repo = UsageRepository.from_session(db)
+        if not repo.budgets(scope.tenant_id):
+            return None
+        now = self.clock()
+        repo.lock_tenant(scope.tenant_id, now)
+        repo.remove_expired_reservations(scope.tenant_id, now)
+        repo.remove_reservation(holder)
+        broken = self.check(db, scope, model=model, estimate_tokens=estimate_tokens)
+        if broken is not None:
+            return broken
+        repo.replace_reservation(
+            {
+                "holder": holder,
+                "tenant_id": scope.tenant_id,
+                "chat_key": scope.chat_key,
+                "user_id": scope.user_id,
+                "tokens": estimate_tokens,
+                "cost_usd": self._estimate_usd(model, estimate_tokens),
+                "expires_at": now + timedelta(seconds=self.reservation_seconds),
+            }
+        )
+        return None
+
+    @staticmethod
+    def settle(db: Session, holder: str) -> None:
+        """Drop the holder's reservation (where its call is charged, or alone: released)."""
+        UsageRepository.from_session(db).remove_reservation(holder)
 
     def new_warnings(self, db: Session, scope: UsageScope) -> list[str]:
         """Warnings for levels crossed and not yet told this period (noted as told)."""

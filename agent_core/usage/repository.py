@@ -12,7 +12,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from agent_core.db.base import utcnow
-from agent_core.db.models import Budget, BudgetAlert, UsageRecord
+from agent_core.db.models import (
+    Budget,
+    BudgetAlert,
+    BudgetLock,
+    BudgetReservation,
+    UsageRecord,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +38,22 @@ class Totals:
         return self.prompt_tokens + self.completion_tokens
 
 
+def _insert(db: Session) -> Any:
+    """The dialect's ``INSERT`` (both have ``ON CONFLICT``)."""
+    return postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+@dataclass(frozen=True, slots=True)
+class Reserved:
+    """Sums over the reservations still held."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
 def _insert_ignoring_conflict(db: Session, table: Table, values: dict[str, Any]) -> bool:
     """Insert a row unless a unique key already has it; whether it was inserted."""
-    dialect = db.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(table).values(**values).on_conflict_do_nothing()
+    statement = _insert(db)(table).values(**values).on_conflict_do_nothing()
     # RETURNING, not rowcount: psycopg reports no rowcount for this statement.
     return db.execute(statement.returning(table.c.id)).first() is not None
 
@@ -187,3 +204,63 @@ class UsageRepository:
                 "at": utcnow(),
             },
         )
+
+    # -- reservations -------------------------------------------------------------------
+
+    def lock_tenant(self, tenant_id: str, now: datetime) -> None:
+        """Take the tenant's budget lock until the unit of work ends.
+
+        An upsert, so the first statement writes: Postgres holds the row lock, SQLite the
+        database's write lock, and a second reserver of the tenant waits for the commit.
+        """
+        table = BudgetLock.__table__
+        statement = (
+            _insert(self.db)(table)
+            .values(tenant_id=tenant_id, touched_at=now)
+            .on_conflict_do_update(index_elements=["tenant_id"], set_={"touched_at": now})
+        )
+        self.db.execute(statement)
+
+    def reserved(
+        self,
+        tenant_id: str,
+        now: datetime,
+        *,
+        user_id: str | None = None,
+        chat_key: str | None = None,
+    ) -> Reserved:
+        """What the tenant's (or one user's or chat's) unexpired reservations hold."""
+        query = select(
+            func.coalesce(func.sum(BudgetReservation.tokens), 0),
+            func.coalesce(func.sum(BudgetReservation.cost_usd), 0.0),
+        ).where(BudgetReservation.tenant_id == tenant_id, BudgetReservation.expires_at > now)
+        if user_id is not None:
+            query = query.where(BudgetReservation.user_id == user_id)
+        if chat_key is not None:
+            query = query.where(BudgetReservation.chat_key == chat_key)
+        row = self.db.execute(query).one()
+        return Reserved(int(row[0]), float(row[1]))
+
+    def replace_reservation(self, values: dict[str, Any]) -> None:
+        """Hold a reservation, replacing the holder's previous one (a rerun's or last call's)."""
+        self.remove_reservation(values["holder"])
+        self.db.add(BudgetReservation(**values))
+        self.db.flush()
+
+    def remove_reservation(self, holder: str) -> bool:
+        """Drop the holder's reservation; whether it held one."""
+        statement = (
+            delete(BudgetReservation)
+            .where(BudgetReservation.holder == holder)
+            .returning(BudgetReservation.id)
+        )
+        return self.db.execute(statement).first() is not None
+
+    def remove_expired_reservations(self, tenant_id: str, now: datetime) -> int:
+        """Drop the tenant's reservations whose holder died; how many."""
+        statement = (
+            delete(BudgetReservation)
+            .where(BudgetReservation.tenant_id == tenant_id, BudgetReservation.expires_at <= now)
+            .returning(BudgetReservation.id)
+        )
+        return len(self.db.execute(statement).all())

@@ -32,6 +32,7 @@ NOTICES = {
     "restored": "The newest compaction was undone: its messages are active again.",
     "nothing": "There was no compaction to undo.",
     "revoked": "The key is revoked; its sessions and requests are refused from now on.",
+    "saved": "The settings are saved: the tenant's next turns use them.",
 }
 """The sentences a redirect may ask a page to show (never text from the query)."""
 

@@ -1,5 +1,8 @@
 """The console's pages: sign-in, tenants and bots, sessions, compactions, keys, audit.
 
+(Usage and budgets are in :mod:`gateway.console.usage`, settings in
+:mod:`gateway.console.settings`.)
+
 Plain HTML forms and redirects (post, then redirect, then get); no script. Reads and writes
 go through the admin API's own functions and access rules, so the console can show or do
 nothing the same key could not do over the API. Endpoints are plain functions (FastAPI
@@ -20,7 +23,7 @@ from agent_core.admin.repository import AdminRepository
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.errors import InvalidInput
-from gateway.console import usage, views
+from gateway.console import settings, usage, views
 from gateway.console.access import (
     BASE,
     COOKIE_NAME,
@@ -76,6 +79,7 @@ def install(app: FastAPI) -> None:
 
     app.include_router(router)
     app.include_router(usage.router)
+    app.include_router(settings.router)
 
 
 # --- static, sign-in, sign-out --------------------------------------------------------------

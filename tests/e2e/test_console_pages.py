@@ -1,4 +1,5 @@
-"""The console in headless Chromium: sign in, walk every page, restore a compaction, sign out.
+"""The console in headless Chromium: sign in, walk every page, restore a compaction, edit
+the settings (a refusal first), sign out.
 
 The compaction is a real one: a web chat conversation with the fake model, then
 ``/compress``. Another tenant gets bots on every platform with stored traffic in each
@@ -168,6 +169,22 @@ def test_walk_every_page_restore_and_sign_out(
     expect(rows.filter(has_text="each person")).to_contain_text("$0.5000")
     _shot(page, "budgets")
 
+    page.click("nav.main >> text=Settings")
+    expect(page.locator("h1")).to_have_text("Settings of Default tenant")
+    page.fill("#persona", "You are the team's release assistant.")
+    page.select_option("#trigger_mode", "all")
+    page.fill("#allow_users", "ann\nbo")
+    page.fill("#compression_threshold", "0.9")
+    page.click("#save-settings")
+    expect(page.locator("#error")).to_contain_text("the safety net must not start")
+    expect(page.locator("#persona")).to_have_value("You are the team's release assistant.")
+    page.fill("#compression_threshold", "0.45")
+    page.click("#save-settings")
+    expect(page.locator("#notice")).to_contain_text("The settings are saved")
+    expect(page.locator("#allow_users")).to_have_value("ann\nbo")
+    expect(page.locator("#trigger_mode")).to_have_value("all")
+    _shot(page, "settings")
+
     page.click("nav.main >> text=Keys")
     page.select_option("#scope", "read")
     page.click("#create-key")
@@ -178,6 +195,7 @@ def test_walk_every_page_restore_and_sign_out(
     events = page.locator("#audit .event")
     expect(events.first).to_contain_text("key.create")
     expect(page.locator("#audit")).to_contain_text("session.restore")
+    expect(page.locator("#audit")).to_contain_text("settings.update")
     expect(page.locator("#audit")).to_contain_text(operator_key[:12])
     _shot(page, "audit")
 
@@ -205,6 +223,7 @@ def test_every_page_fits_a_390px_phone(
             "session": f"/console/t/{DEFAULT_TENANT_ID}/sessions/{compacted}",
             "usage": f"/console/t/{DEFAULT_TENANT_ID}/usage",
             "budgets": f"/console/t/{DEFAULT_TENANT_ID}/budgets",
+            "settings": "/console/t/acme/settings",
             "keys": "/console/t/acme/keys",
             "audit": "/console/t/acme/audit",
         }

@@ -249,6 +249,7 @@ class TestScope:
             "/console/t/globex/keys",
             "/console/t/globex/usage",
             "/console/t/globex/budgets",
+            "/console/t/globex/settings",
             "/console/t/globex/audit",
         ):
             response = browser.get(path)

@@ -184,3 +184,59 @@ def test_a_change_made_elsewhere_is_seen_once_the_entry_is_old(
         assert bots.config(record.id).allow_chats == frozenset({CHANNEL})
     finally:
         engine.dispose()
+
+
+def test_allowlists_a_bot_started_with_are_not_kept_by_its_receiver(
+    db_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    admin_key: str,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    """The Slack receiver's own pre-check follows the changes too, not only intake's."""
+    engine = create_db_engine(db_url)
+    try:
+        with transaction(make_session_factory(engine)) as db:
+            tenant = db.get(Tenant, "acme")
+            assert tenant is not None
+            tenant.settings = {"allow_users": ["U0SOMEONE"]}
+    finally:
+        engine.dispose()
+    gateway = gateway_factory(
+        settings_from_env(
+            hubbub_env(db_url=db_url, home=tmp_path, fake=fake_llm, settings_refresh_seconds=1)
+        )
+    )
+    with httpx.Client(
+        base_url=gateway.base_url, timeout=60, headers={"Authorization": f"Bearer {admin_key}"}
+    ) as client:
+        post_channel_message(client, "from Carol, outside the tenant's allowlist")
+        assert stored_texts(gateway) == []
+
+        # Changed by another process: seen once the cached entry is a second old.
+        with transaction(gateway.runtime.factory) as db:
+            tenant = db.get(Tenant, "acme")
+            assert tenant is not None
+            tenant.settings = {"allow_users": ["U0CAROL"]}
+
+        def allowed() -> bool:
+            post_channel_message(client, "from Carol, allowed now")
+            return bool(stored_texts(gateway))
+
+        wait_until(allowed, interval=0.25, what="the tenant's new allowlist at the receiver")
+
+        # The bot's own allowlist, through this gateway's admin API: at once.
+        (bot,) = client.get(f"{PREFIX}/tenants/acme/bots").json()
+        response = client.put(
+            f"{PREFIX}/tenants/acme/bots/{bot['id']}", json={"allow_users": ["U0SOMEONE"]}
+        )
+        assert response.status_code == 200, response.text
+        count_before = len(stored_texts(gateway))
+        post_channel_message(client, "from Carol, outside the bot's allowlist")
+        assert len(stored_texts(gateway)) == count_before
+        response = client.put(
+            f"{PREFIX}/tenants/acme/bots/{bot['id']}", json={"allow_users": ["U0CAROL"]}
+        )
+        assert response.status_code == 200, response.text
+        post_channel_message(client, "from Carol, in the bot's allowlist")
+        assert stored_texts(gateway)[-1] == "from Carol, in the bot's allowlist"

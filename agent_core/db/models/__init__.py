@@ -13,7 +13,13 @@ from agent_core.db.models.outbox import OutboxEntry, OutboxState, ReplyStream
 from agent_core.db.models.session import ChatSession
 from agent_core.db.models.tenant import DEFAULT_TENANT_ID, Tenant
 from agent_core.db.models.tool_result import StoredToolResult
-from agent_core.db.models.usage import Budget, BudgetAlert, UsageRecord
+from agent_core.db.models.usage import (
+    Budget,
+    BudgetAlert,
+    BudgetLock,
+    BudgetReservation,
+    UsageRecord,
+)
 
 __all__ = (
     "DEFAULT_TENANT_ID",
@@ -22,6 +28,8 @@ __all__ = (
     "Bot",
     "Budget",
     "BudgetAlert",
+    "BudgetLock",
+    "BudgetReservation",
     "ChatSession",
     "Compaction",
     "Media",

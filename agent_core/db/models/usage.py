@@ -91,3 +91,42 @@ class BudgetAlert(Base):
     """``2026-12-02`` or ``2026-12``."""
     level: Mapped[int] = mapped_column(Integer, nullable=False)
     at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
+
+
+class BudgetLock(Base):
+    """One row per tenant, locked while a call's estimate is checked and reserved.
+
+    Every reservation for a tenant updates its row first, so concurrent checks of the same
+    tenant's budgets queue on the row lock (Postgres) or the write lock (SQLite) and each
+    sees the reservations committed before it.
+    """
+
+    __tablename__ = "budget_locks"
+
+    tenant_id: Mapped[str] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    touched_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, nullable=False)
+
+
+class BudgetReservation(Base):
+    """The estimate of a model call in flight, counted by budgets until it is charged.
+
+    Settled (deleted) in the transaction that writes the call's usage row, released when
+    the call fails, and ignored past ``expires_at`` when the worker holding it died.
+    """
+
+    __tablename__ = "budget_reservations"
+    __table_args__ = (Index("ix_budget_reservations_tenant_expires", "tenant_id", "expires_at"),)
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    holder: Mapped[str] = mapped_column(String(200), nullable=False, unique=True)
+    """The turn or compaction holding it (``turn:<message id>``): a rerun replaces its own."""
+    tenant_id: Mapped[str] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    chat_key: Mapped[str] = mapped_column(String(512), nullable=False)
+    user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    cost_usd: Mapped[float] = mapped_column(Float, nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.base import BotConfig
+from adapters.base import Allowlist, BotConfig
 from adapters.discord import DiscordListener, create_listener, create_webhook
 from adapters.discord.errors import DiscordListenerError
 from adapters.messages import InboundMessage
@@ -270,6 +270,30 @@ class TestSlashCommands:
             assert "does not take commands" in callback["data"]["content"]
             marker = await push_and_wait(fake, running, load_payload("message_create_group"))
             assert [m.message_id for m in running.received] == [marker.message_id]
+        finally:
+            running.task.cancel()
+            await asyncio.gather(running.task, return_exceptions=True)
+
+    async def test_the_allowlist_is_read_as_it_is_now_for_each_command(
+        self, fake: FakeDiscord
+    ) -> None:
+        current = [Allowlist(users=frozenset({"someone-else"}))]
+
+        async def live() -> Allowlist:
+            return current[0]
+
+        running = await start_listener(fake, live_allowlist=live)
+        try:
+            refused = load_payload("interaction_create_usage_dm")
+            fake.push("INTERACTION_CREATE", refused)
+            await eventually(lambda: fake.interaction_callbacks, "the refusal")
+            assert "does not take commands" in fake.interaction_callbacks[0]["data"]["content"]
+
+            current[0] = Allowlist(users=frozenset({refused["user"]["id"]}))
+            allowed = refused | {"id": str(int(refused["id"]) + 1)}
+            inbound = await push_and_wait(fake, running, allowed, "INTERACTION_CREATE")
+            assert inbound.command == "usage"
+            assert fake.interaction_callbacks[1]["data"]["content"] == "Working on `/usage`\u2026"
         finally:
             running.task.cancel()
             await asyncio.gather(running.task, return_exceptions=True)
