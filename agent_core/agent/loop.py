@@ -179,7 +179,7 @@ class Agent:
     def run(self) -> TurnOutcome:
         """Answer the message; never raises for a failed model call (the outcome says)."""
         try:
-            model = self._services.models.main()
+            model = self._services.models.main(self.request.model)
         except ConfigError:
             return TurnOutcome(TurnEnd.NO_MODEL, notices.NO_MODEL)
         loop = self._begin(model)

@@ -235,6 +235,18 @@ class TenantSettings(Strict):
         description="share where the pre-agent safety net compacts, not below "
         "compression_threshold; null: the deployment's (HUBBUB_COMPRESSION_HYGIENE_THRESHOLD)",
     )
+    # -- models (hosted) --
+    models: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        max_length=100,
+        description="models its sessions may use (/model), from the deployment's "
+        "HUBBUB_MODELS; null: all of those",
+    )
+    default_model: str | None = Field(
+        None,
+        max_length=200,
+        description="the model a session starts on, one of models; null: HUBBUB_MODEL",
+    )
 
 
 class McpServerOut(BaseModel):
@@ -617,6 +629,8 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOu
             tools=tuple(body.tools) if body.tools else None,
             compression_threshold=body.compression_threshold,
             hygiene_threshold=body.hygiene_threshold,
+            models=tuple(body.models) if body.models else None,
+            default_model=body.default_model or None,
         ),
     )
     try:
@@ -626,6 +640,7 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOu
                 tenant_id=access.tenant_id,
                 change=change,
                 deployment=access.runtime.settings.compression,
+                offered_models=access.runtime.settings.allowed_models,
                 actor=access.actor,
             )
             if tenant is None:
