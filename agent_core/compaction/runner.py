@@ -189,15 +189,15 @@ class Compactor:
         """The compression settings under a tenant's stored settings."""
         return compression_for(self.settings, tenant)
 
-    def lines(self, settings: CompressionSettings) -> Lines | None:
-        """The main model's compaction lines under ``settings``.
+    def lines(self, settings: CompressionSettings, model_name: str | None = None) -> Lines | None:
+        """The compaction lines of ``model_name`` (default: the main model) under ``settings``.
 
         ``None`` when compaction is off or no model is configured.
         """
         if not settings.enabled:
             return None
         try:
-            model = self._models.main()
+            model = self._models.main(model_name)
         except ConfigError:
             return None
         return Lines.compute(settings, model.context_length, model.max_output_tokens)

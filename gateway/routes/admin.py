@@ -337,6 +337,7 @@ class Gauge(BaseModel):
 
     stored_tokens: int
     last_prompt_tokens: int
+    model: str | None = Field(None, description="the session's model (/model), whose window it is")
     window: int | None
     threshold: int | None
     hygiene: int | None
@@ -532,17 +533,22 @@ def compaction_out(c: Compaction) -> CompactionOut:
 
 
 def session_gauge(runtime: Runtime, db: Session, s: ChatSession) -> Gauge:
-    """How full ``s`` is, against the window and its tenant's compaction lines."""
+    """How full ``s`` is, against its model's window and its tenant's compaction lines."""
+    tenant = db.get(Tenant, s.tenant_id)
+    model = runtime.models.choice(
+        TenantDefaults.from_json(tenant.settings if tenant else None)
+    ).pick(s.model)
     window: int | None = None
     try:
-        window = runtime.models.main().context_length
+        window = runtime.models.main(model).context_length
     except ConfigError:
         window = None
     compactor = runtime.compactor
-    lines = compactor.lines(compactor.settings_for(db, s.tenant_id))
+    lines = compactor.lines(compactor.settings_for(db, s.tenant_id), model)
     return Gauge(
         stored_tokens=s.active_tokens,
         last_prompt_tokens=s.last_prompt_tokens,
+        model=model,
         window=window,
         threshold=lines.threshold if lines else None,
         hygiene=lines.hygiene if lines else None,

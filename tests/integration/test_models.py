@@ -37,6 +37,10 @@ SECOND = "openai/fake-b"
 FALLBACK_BOUND_SECONDS = 30.0
 """Generous on a loaded machine; waiting out the primary's Retry-After: 60 would exceed it."""
 
+MAIN_WINDOW = 200_000
+"""HUBBUB_CONTEXT_LENGTH: the main model's window; litellm knows none for the fakes, so the
+second model has the conservative default."""
+
 post = partial(post_accepted, user="ann")
 
 
@@ -64,6 +68,7 @@ def _env(
         home=tmp_path,
         fake=fake_llm,
         model_endpoints=json.dumps({SECOND: second_llm.base_url}),
+        context_length=str(MAIN_WINDOW),
         **extra,
     )
 
@@ -196,8 +201,6 @@ class TestModelCommand:
         assert after.prompt_fingerprint != before.prompt_fingerprint, "rebuilt once"
         post(client, "c1", "/usage")
         (*_, usage) = wait_replies(client, "c1", 4)
-        # litellm knows no window for the fake: the conservative default, not the
-        # main model's HUBBUB_CONTEXT_LENGTH=128000.
         assert f"of {DEFAULT_CONTEXT_LENGTH:,} tokens" in usage["text"], usage["text"]
         post(client, "c1", "third")
         wait_replies(client, "c1", 5)
@@ -268,3 +271,17 @@ class TestTenantModels:
         assert response.status_code == 422, response.text
         assert message in response.text
         assert admin.get(self.URL).json() == before
+
+    def test_the_session_gauge_follows_the_session_s_model(self, admin: httpx.Client) -> None:
+        post(admin, "c1", "hello")
+        wait_replies(admin, "c1", 1)
+        sessions = f"{PREFIX}/tenants/{DEFAULT_TENANT_ID}/sessions"
+        (listed,) = admin.get(sessions, params={"chat": "c1"}).json()
+        before = admin.get(f"{sessions}/{listed['id']}").json()["gauge"]
+        assert (before["model"], before["window"]) == (MAIN, MAIN_WINDOW)
+        post(admin, "c1", f"/model {SECOND}")
+        wait_replies(admin, "c1", 2)
+        after = admin.get(f"{sessions}/{listed['id']}").json()["gauge"]
+        assert (after["model"], after["window"]) == (SECOND, DEFAULT_CONTEXT_LENGTH)
+        assert after["threshold"] < before["threshold"]
+        assert after["hygiene"] < before["hygiene"]
