@@ -19,6 +19,7 @@ from litellm.router import RetryPolicy, Router
 
 from agent_core.config import DEFAULT_CONTEXT_LENGTH, LLMSettings
 from agent_core.errors import ConfigError, ProviderError
+from agent_core.llm.costs import remember_catalogue_prices
 from agent_core.llm.errors import map_litellm_errors
 from agent_core.llm.model import ChatResult, Message, TextSink, Usage
 from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anthropic_model
@@ -86,6 +87,10 @@ class LiteLLMModel:
         self.chain: tuple[str, ...] = tuple(dict.fromkeys((settings.model, *settings.fallbacks)))
         """The model, then its fallbacks, in the order the Router tries them."""
         self._endpoints = dict(settings.endpoints)
+        # The Router writes its models into litellm's map: read the catalogue's word first.
+        remember_catalogue_prices(self.chain)
+        for model in self.chain:
+            _model_info(model)
         self._router = self._build_router()
 
     @property
