@@ -1,6 +1,6 @@
 """Chat commands: answered by Hubbub, never by the model.
 
-``/help``, ``/new``, ``/usage``, ``/memory`` and ``/forget`` are answered here;
+``/help``, ``/new``, ``/usage``, ``/memory``, ``/forget`` and ``/model`` are answered here;
 ``/compress`` (alias ``/compact``) runs a compaction, so the turn runner handles it outside
 any database transaction. ``/stop`` stops the session's running turn at its next safe point
 (:mod:`agent_core.busy`); that turn's runner answers it with :data:`STOPPED_REPLY`, so the
@@ -21,6 +21,7 @@ from agent_core.db.models import ChatSession, MemoryScope, Message
 from agent_core.memory import service as memory
 from agent_core.prompt.assembler import memory_place
 from agent_core.sessions.service import Conversation, start_new_session
+from agent_core.tenancy.settings import ModelChoice
 from agent_core.tokens import TokenCounter
 from agent_core.usage import Budgets, UsageScope
 from agent_core.usage.report import usage_lines
@@ -68,6 +69,8 @@ class CommandContext:
     """``None`` when no model is configured."""
     budgets: Budgets | None = None
     """Reads usage and budgets for ``/usage`` (``None``: not reported)."""
+    models: ModelChoice | None = None
+    """The models ``/model`` offers this session, and its default."""
 
 
 Handler = Callable[[CommandContext], str]
@@ -151,6 +154,27 @@ def _forget(ctx: CommandContext) -> str:
     )
 
 
+def _model(ctx: CommandContext) -> str:
+    choice = ctx.models
+    if choice is None or not choice.allowed:
+        return "No model is configured, so there is none to choose."
+    s = ctx.chat_session
+    current = choice.pick(s.model)
+    wanted = ctx.args.strip()
+    if wanted and wanted in choice.allowed:
+        s.model = wanted
+        if wanted == current:
+            return f"This session already uses {wanted}."
+        return (
+            f"This session now uses {wanted}. Its context window and compaction lines follow "
+            "that model from the next message."
+        )
+    lines = [f"There is no model {wanted!r} here. Models:"] if wanted else ["Models:"]
+    lines += [f"- {m}" + (" (current)" if m == current else "") for m in choice.allowed]
+    lines.append("/model NAME switches this session.")
+    return "\n".join(lines)
+
+
 STOPPED_REPLY = "Stopped. I dropped the reply I was writing."
 """The answer to a ``/stop`` that stopped a running turn."""
 
@@ -169,6 +193,7 @@ COMMANDS: dict[str, tuple[str, Handler | None]] = {
     "usage": ("show the context window in use, what was spent and the budgets", _usage),
     "memory": ("list what I remember about you in this chat", _memory),
     "forget": ("forget what I remember about you here; add text to forget only matches", _forget),
+    "model": ("list the models; /model NAME switches this session to one", _model),
     "compress": ("summarise older turns now; add a topic to keep it in detail", None),
     "compact": ("the same as /compress", None),
     STOP_COMMAND: ("stop the reply I am writing now", _stop),

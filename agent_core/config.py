@@ -44,8 +44,6 @@ DEFAULT_MAX_BODY_BYTES = 1_048_576
 character escaped), and Telegram updates and Slack events are a few KB."""
 DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
 DEFAULT_LLM_MAX_RETRIES = 3
-DEFAULT_LLM_RETRY_BASE_SECONDS = 1.0
-DEFAULT_LLM_RETRY_MAX_SECONDS = 30.0
 DEFAULT_WORKER_CONCURRENCY = 8
 DEFAULT_TURN_LEASE_SECONDS = 8.0
 """Short, so a killed worker's session is taken over within about lease + sweep interval;
@@ -272,8 +270,11 @@ class LLMSettings:
     api_key: str | None = None
     timeout: float = DEFAULT_LLM_TIMEOUT_SECONDS
     max_retries: int = DEFAULT_LLM_MAX_RETRIES
-    retry_base_seconds: float = DEFAULT_LLM_RETRY_BASE_SECONDS
-    retry_max_seconds: float = DEFAULT_LLM_RETRY_MAX_SECONDS
+    """Retries of the last model of the chain only; the others hand over at once."""
+    fallbacks: tuple[str, ...] = ()
+    """Models tried in order when ``model`` fails (429, 5xx, timeout)."""
+    endpoints: tuple[tuple[str, str], ...] = ()
+    """(model, api_base) pairs: a model's own endpoint instead of ``api_base``."""
     context_length: int | None = None
     max_output_tokens: int | None = None
     prompt_cache_ttl: CacheTTL = "5m"
@@ -302,8 +303,13 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(DEFAULT_LLM_TIMEOUT_SECONDS, gt=0)
     llm_max_retries: int = Field(DEFAULT_LLM_MAX_RETRIES, ge=0)
-    llm_retry_base_seconds: float = Field(DEFAULT_LLM_RETRY_BASE_SECONDS, ge=0)
-    llm_retry_max_seconds: float = Field(DEFAULT_LLM_RETRY_MAX_SECONDS, ge=0)
+    fallback_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Models a call moves to, in order, when the one before fails (429, 5xx, timeout)."""
+    models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """The models ``/model`` may switch a session to; empty: the main and fallback models."""
+    model_endpoints: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    """Model -> ``api_base`` (JSON in the environment) for models served elsewhere than
+    ``HUBBUB_LLM_API_BASE``."""
     context_length: int | None = Field(None, gt=0)
     max_output_tokens: int | None = Field(None, gt=0)
     prompt_cache_ttl: CacheTTL = "5m"
@@ -465,13 +471,32 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "allow_users", "allow_chats", "context_files", "tools", "vision_models", mode="before"
+        "allow_users",
+        "allow_chats",
+        "context_files",
+        "tools",
+        "vision_models",
+        "fallback_models",
+        "models",
+        mode="before",
     )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("model_endpoints", mode="before")
+    @classmethod
+    def _endpoints_json(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError:
+            raise ValueError(
+                'write HUBBUB_MODEL_ENDPOINTS as JSON: {"provider/model": "http://host/v1"}'
+            ) from None
 
     @field_validator("model_costs")
     @classmethod
@@ -515,6 +540,15 @@ class Settings(BaseSettings):
         if self.internal_port is not None and self.internal_port == self.port:
             raise ValueError(
                 "HUBBUB_INTERNAL_PORT must differ from HUBBUB_PORT (it is a second listener)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_models(self) -> Settings:
+        if self.models and self.model and self.model not in self.models:
+            raise ValueError(
+                f"HUBBUB_MODEL {self.model} is not in HUBBUB_MODELS ({', '.join(self.models)}): "
+                "add it there, or leave HUBBUB_MODELS unset"
             )
         return self
 
@@ -563,12 +597,18 @@ class Settings(BaseSettings):
             api_key=self.llm_api_key.get_secret_value() if self.llm_api_key else None,
             timeout=self.llm_timeout,
             max_retries=self.llm_max_retries,
-            retry_base_seconds=self.llm_retry_base_seconds,
-            retry_max_seconds=self.llm_retry_max_seconds,
+            fallbacks=tuple(m for m in self.fallback_models if m != self.model),
+            endpoints=tuple(sorted(self.model_endpoints.items())),
             context_length=self.context_length,
             max_output_tokens=self.max_output_tokens,
             prompt_cache_ttl=self.prompt_cache_ttl,
         )
+
+    @property
+    def allowed_models(self) -> tuple[str, ...]:
+        """What ``/model`` offers: ``HUBBUB_MODELS``, else the main and fallback models."""
+        listed = self.models or [m for m in (self.model, *self.fallback_models) if m]
+        return tuple(dict.fromkeys(listed))
 
     @property
     def tool_settings(self) -> ToolSettings:

@@ -81,6 +81,8 @@ class ProviderError(HubbubError):
         """What the operator should change, e.g. "set HUBBUB_LLM_API_KEY"; empty when
         nothing in the configuration is at fault. Kept in ``__dict__``, so it survives
         pickling."""
+        self.tried: tuple[str, ...] = (model,)
+        """Every model the call went to, ``model`` first (its fallbacks failed too)."""
 
     def __str__(self) -> str:
         status = f" ({self.status_code})" if self.status_code else ""

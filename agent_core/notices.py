@@ -51,6 +51,10 @@ def step_limit(calls: int) -> str:
     )
 
 
+TIMEOUT_STATUS = 408
+"""The status litellm gives a call the provider did not answer in time."""
+
+
 def provider_notice(error: ProviderError) -> str:
     """The short reply a user sees when the model call failed.
 
@@ -73,21 +77,26 @@ def provider_notice(error: ProviderError) -> str:
         reason = "the model is not configured correctly"
     elif isinstance(error, ProviderRateLimited):
         reason = "the model provider is rate-limiting us"
+    elif isinstance(error, ProviderUnavailable) and error.status_code == TIMEOUT_STATUS:
+        reason = "the model provider is unavailable right now (no answer within the timeout)"
     elif isinstance(error, ProviderUnavailable):
         reason = "the model provider is unavailable right now"
     else:
         reason = "the model provider rejected the request"
+    which = error.model
+    if len(error.tried) > 1:
+        which += f" (and its fallback {', '.join(error.tried[1:])}, which failed too)"
     if isinstance(error, ProviderConfigError) and error.fix:
         return (
-            f"Sorry, I could not answer: {reason}. This is a configuration problem: the "
-            f"operator needs to {error.fix}, then restart Hubbub."
+            f"Sorry, I could not answer with {which}: {reason}. This is a configuration "
+            f"problem: the operator needs to {error.fix}, then restart Hubbub."
         )
     if error.fix:
         return (
-            f"Sorry, I could not answer: {reason}. The operator needs to {error.fix}; "
-            "then try again."
+            f"Sorry, I could not answer with {which}: {reason}. The operator needs to "
+            f"{error.fix}; then try again."
         )
-    return f"Sorry, I could not answer: {reason}. Please try again in a moment."
+    return f"Sorry, I could not answer with {which}: {reason}. Please try again in a moment."
 
 
 def aborted_compaction(report: CompactionReport) -> str:

@@ -6,11 +6,13 @@ configured from the environment; their credentials are sealed with HUBBUB_SECRET
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core.admin import audit, operations
 from agent_core.busy import BUSY_MODES
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox, load_or_create_key
@@ -20,9 +22,11 @@ from agent_core.db.engine import (
     read_transaction,
     transaction,
 )
+from agent_core.db.models import Tenant
 from agent_core.errors import InvalidInput
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tenancy.service import add_bot, add_tenant, remove_bot, set_busy_mode
+from agent_core.tenancy.settings import TenantDefaults
 from gateway import mcp_cli
 
 tenants = typer.Typer(help="Manage tenants (each with its own bots and sessions).")
@@ -71,6 +75,49 @@ def tenants_list(ctx: typer.Context) -> None:
         created = tenant.created_at.strftime("%Y-%m-%d %H:%M UTC")
         bots_word = "bot" if count == 1 else "bots"
         typer.echo(f"{tenant.id}  {tenant.name!r}  {count} {bots_word}  created {created}")
+
+
+@tenants.command("models")
+def tenants_models(
+    ctx: typer.Context,
+    tenant_id: str,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="A model its sessions may use (repeat); from HUBBUB_MODELS."),
+    ] = None,
+    default: Annotated[str | None, typer.Option(help="The model a session starts on.")] = None,
+    clear: Annotated[bool, typer.Option(help="Back to the deployment's list and default.")] = False,
+) -> None:
+    """Show, set or clear the models a tenant's sessions may use (/model) and their default.
+
+    Setting replaces both: what is not given is unset.
+    """
+    settings: Settings = ctx.obj
+    try:
+        with transaction(_factory(ctx)) as db:
+            tenant = db.get(Tenant, tenant_id)
+            if tenant is None:
+                typer.secho("No such tenant.", fg=typer.colors.RED, err=True)
+                raise typer.Exit(1)
+            stored = TenantDefaults.from_json(tenant.settings)
+            if model or default or clear:
+                models = tuple(model) if model else None
+                stored = replace(stored, models=models, default_model=default)
+                change = operations.TenantSettingsChange(tenant.name, tenant.persona, stored)
+                operations.update_settings(
+                    db,
+                    tenant_id=tenant_id,
+                    change=change,
+                    deployment=settings.compression,
+                    offered_models=settings.allowed_models,
+                    actor=audit.CLI_ACTOR,
+                )
+    except InvalidInput as exc:
+        raise _refuse(exc) from exc
+    offered = ", ".join(settings.allowed_models) or "none"
+    main = settings.model or "unset"
+    typer.echo(f"Models: {', '.join(stored.models) if stored.models else f'all ({offered})'}")
+    typer.echo(f"Default: {stored.default_model or f'HUBBUB_MODEL ({main})'}")
 
 
 @bots.command("add")

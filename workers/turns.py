@@ -41,7 +41,7 @@ from agent_core.llm.model import ChatModel
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import record_reply
-from agent_core.tenancy.settings import TenantDefaults, effective_busy_mode
+from agent_core.tenancy.settings import TenantDefaults, effective_busy_mode, model_choice
 from workers import metrics
 from workers.delivery import DeliveryService
 from workers.dispatch import Dispatcher
@@ -293,6 +293,7 @@ class TurnRunner:
             message, chat_session, persona, tenant_settings = pending
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
             tenant = TenantDefaults.from_json(tenant_settings)
+            models = model_choice(tenant, self._settings)
             request = TurnRequest(
                 chat_session.id,
                 message.id,
@@ -303,6 +304,7 @@ class TurnRunner:
                 tenant=tenant,
                 user_id=message.speaker_id,
                 busy_mode=mode,
+                model=models.pick(chat_session.model),
             )
             if message.meta.get("rate_limited"):
                 metrics.TURNS.labels("rate_limited").inc()
@@ -317,7 +319,8 @@ class TurnRunner:
                 focus = str(message.meta.get("command_args", "")).strip()
                 return None, request, focus
             if command:
-                text = run_command(command, self._command_context(db, chat_session, message))
+                context = self._command_context(db, chat_session, message, request.model)
+                text = run_command(command, replace(context, models=models))
                 metrics.TURNS.labels("command").inc()
                 metrics.TENANT_TURNS.labels(chat_session.tenant_id).inc()
                 return (
@@ -406,16 +409,16 @@ class TurnRunner:
 
     # -- commands ---------------------------------------------------------------------
 
-    def _main_model(self) -> ChatModel | None:
+    def _main_model(self, name: str | None) -> ChatModel | None:
         try:
-            return self._services.models.main()
+            return self._services.models.main(name)
         except ConfigError:
             return None
 
     def _command_context(
-        self, db: Session, chat_session: ChatSession, message: Message
+        self, db: Session, chat_session: ChatSession, message: Message, model_name: str | None
     ) -> CommandContext:
-        model = self._main_model()
+        model = self._main_model(model_name)
         gauge = None
         if model is not None:
             compactor = self._services.compactor

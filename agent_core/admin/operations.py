@@ -6,6 +6,7 @@ describes it commit together, whichever way the operator made it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from agent_core.sessions.service import Conversation, start_new_session
 from agent_core.tenancy.settings import (
     TenantDefaults,
     check_compression_thresholds,
+    check_models,
     check_tool_patterns,
     check_trigger_mode,
 )
@@ -59,6 +61,9 @@ def describe_settings(tenant: Tenant) -> dict[str, Any]:
         # -- compression thresholds (hosted) --
         "compression_threshold": stored.compression_threshold,
         "hygiene_threshold": stored.hygiene_threshold,
+        # -- models (hosted) --
+        "models": list(stored.models) if stored.models else None,
+        "default_model": stored.default_model,
     }
 
 
@@ -68,12 +73,13 @@ def update_settings(
     tenant_id: str,
     change: TenantSettingsChange,
     deployment: CompressionSettings,
+    offered_models: Sequence[str],
     actor: str,
 ) -> Tenant | None:
     """Replace the tenant's settings, audited; ``None``: no such tenant.
 
     ``deployment`` is what an unset compression threshold falls back to, so the pair
-    that would run is checked.
+    that would run is checked; ``offered_models`` (``HUBBUB_MODELS``) bounds the tenant's.
 
     Raises:
         InvalidInput: a setting breaks its rule; nothing changed.
@@ -84,6 +90,7 @@ def update_settings(
     check_trigger_mode(stored.trigger_mode)
     check_tool_patterns(stored.tools)
     check_compression_thresholds(stored.compression_threshold, stored.hygiene_threshold, deployment)
+    check_models(stored.models, stored.default_model, offered_models)
     tenant = db.get(Tenant, tenant_id)
     if tenant is None:
         return None

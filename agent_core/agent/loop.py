@@ -190,7 +190,7 @@ class Agent:
 
     def _run(self) -> TurnOutcome:
         try:
-            model = self._services.models.main()
+            model = self._services.models.main(self.request.model)
         except ConfigError:
             return TurnOutcome(TurnEnd.NO_MODEL, notices.NO_MODEL)
         loop = self._begin(model)

@@ -54,6 +54,8 @@ class TurnRequest:
     busy_mode: BusyMode = BusyMode.STEER
     """What messages arriving meanwhile do (:mod:`agent_core.busy`); the library default
     steers them into a running tool loop."""
+    model: str | None = None
+    """The session's model (``/model``, else its tenant's default); ``None``: ``HUBBUB_MODEL``."""
     on_text: TextSink | None = None
     """Where the reply's text goes while the model streams it (the worker's draft
     streamer); ``None``: not streamed. The agent itself still delivers nothing."""

@@ -210,15 +210,15 @@ class Compactor:
         """The compression settings under a tenant's stored settings."""
         return compression_for(self.settings, tenant)
 
-    def lines(self, settings: CompressionSettings) -> Lines | None:
-        """The main model's compaction lines under ``settings``.
+    def lines(self, settings: CompressionSettings, model_name: str | None = None) -> Lines | None:
+        """The compaction lines of ``model_name`` (default: the main model) under ``settings``.
 
         ``None`` when compaction is off or no model is configured.
         """
         if not settings.enabled:
             return None
         try:
-            model = self._models.main()
+            model = self._models.main(model_name)
         except ConfigError:
             return None
         return Lines.compute(settings, model.context_length, model.max_output_tokens)
@@ -350,6 +350,7 @@ class Compactor:
         except ConfigError:
             return CompactionReport(trigger, RunStatus.NO_MODEL)
         with transaction(self._factory, durable=False) as db:
+            main = self._session_model(db, session_id, main)
             if trigger in (Trigger.BACKGROUND, Trigger.IDLE) and not self._row_due(
                 db, session_id, main, trigger
             ):
@@ -473,6 +474,15 @@ class Compactor:
             return lambda model: model
         keys = compaction_keys(scope.session_id or "", summary_version)
         return lambda model: LedgerModel(model, ledger, scope, Purpose.SUMMARY, keys)
+
+    def _session_model(self, db: Session, session_id: str, default: ChatModel) -> ChatModel:
+        """The model the session's turns use (``/model``), whose window its compactions fit."""
+        chat_session = db.get(ChatSession, session_id)
+        if chat_session is None or chat_session.model is None:
+            return default
+        tenant = db.get(Tenant, chat_session.tenant_id)
+        choice = self._models.choice(TenantDefaults.from_json(tenant.settings if tenant else None))
+        return self._models.main(choice.pick(chat_session.model))
 
     def _row_due(self, db: Session, session_id: str, model: ChatModel, trigger: Trigger) -> bool:
         """The trigger's rule on the session row, before reading its whole transcript.

@@ -13,7 +13,7 @@ A model neither knows costs 0 and is reported as unpriced, never a failure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agent_core.config import ModelPrice
@@ -33,7 +33,27 @@ class Cost:
     known: bool
 
 
+_CATALOGUE: dict[str, Price | None] = {}
+"""litellm's own price of each model looked up, read once per process."""
+
+
+def remember_catalogue_prices(models: Iterable[str]) -> None:
+    """Read litellm's prices of ``models`` now, before a Router is built for them.
+
+    A Router writes its deployments into litellm's price map, an unknown model with a
+    price of 0, which would make it look priced; what the map said before is kept.
+    """
+    for model in models:
+        _litellm_price(model)
+
+
 def _litellm_price(model: str) -> Price | None:
+    if model not in _CATALOGUE:
+        _CATALOGUE[model] = _read_litellm_price(model)
+    return _CATALOGUE[model]
+
+
+def _read_litellm_price(model: str) -> Price | None:
     # Imported here: litellm takes seconds to import, and the CLI commands that only read
     # budgets (``hubbub budgets``, ``hubbub usage``) should not pay for it.
     import litellm

@@ -1,23 +1,25 @@
-"""The :class:`ChatModel` that reaches any provider through litellm.
+"""The :class:`ChatModel` that reaches any provider through litellm's ``Router``.
 
-Hubbub owns the retry policy: litellm's and the openai client's hidden retries are off
-(``max_retries=0``) and 429 / 5xx / timeouts are retried here with exponential back-off and
-jitter, honouring the provider's ``Retry-After``.
+A model and its fallbacks are one Router, built once per chain: a 429, a 5xx or a timeout
+moves the call to the next model at once (no retry, no sleep on ``Retry-After``); only the
+last model of the chain is retried, by the Router, ``max_retries`` times with back-off. The
+openai client's own hidden retries are off (``max_retries=0`` per deployment).
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 import litellm
+from litellm.router import RetryPolicy, Router
 
 from agent_core.config import DEFAULT_CONTEXT_LENGTH, LLMSettings
-from agent_core.errors import ConfigError, ProviderError, ProviderRateLimited
+from agent_core.errors import ConfigError, ProviderError
+from agent_core.llm.costs import remember_catalogue_prices
 from agent_core.llm.errors import map_litellm_errors
 from agent_core.llm.model import ChatResult, Message, TextSink, Usage
 from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anthropic_model
@@ -29,6 +31,9 @@ PROBE_MESSAGES: list[Message] = [{"role": "user", "content": "Reply with OK."}]
 
 litellm.suppress_debug_info = True
 litellm.telemetry = False
+
+NO_RETRIES = RetryPolicy(**dict.fromkeys(RetryPolicy.model_fields, 0))
+"""The policy of a model with a fallback: its failures hand over at once."""
 
 
 @lru_cache(maxsize=64)
@@ -65,24 +70,28 @@ def missing_credentials(model: str) -> list[str]:
 
 
 class LiteLLMModel:
-    """A model reached through litellm.
+    """A model, and the models it falls back to, reached through one litellm Router.
 
     Args:
-        settings: the model string, endpoint, credentials and retry policy.
-        sleep: how to wait between retries (tests pass a recorder).
+        settings: the model string, its fallbacks and endpoints, credentials, retries.
 
     Raises:
         ConfigError: no model is configured.
     """
 
-    def __init__(
-        self, settings: LLMSettings, *, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
+    def __init__(self, settings: LLMSettings) -> None:
         if not settings.model:
             raise ConfigError("no model configured: set HUBBUB_MODEL (any litellm model string)")
         self._settings = settings
         self._model = settings.model
-        self._sleep = sleep
+        self.chain: tuple[str, ...] = tuple(dict.fromkeys((settings.model, *settings.fallbacks)))
+        """The model, then its fallbacks, in the order the Router tries them."""
+        self._endpoints = dict(settings.endpoints)
+        # The Router writes its models into litellm's map: read the catalogue's word first.
+        remember_catalogue_prices(self.chain)
+        for model in self.chain:
+            _model_info(model)
+        self._router = self._build_router()
 
     @property
     def name(self) -> str:
@@ -103,6 +112,35 @@ class LiteLLMModel:
         """Configured output reservation, else litellm's catalogue."""
         return self._settings.max_output_tokens or known_max_output_tokens(self._model)
 
+    def api_base(self, model: str) -> str | None:
+        """Where ``model`` is served: its own endpoint, else the shared one."""
+        return self._endpoints.get(model) or self._settings.api_base
+
+    def _deployment(self, model: str) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": model,
+            "timeout": self._settings.timeout,
+            "max_retries": 0,
+        }
+        if api_base := self.api_base(model):
+            params["api_base"] = api_base
+        if self._settings.api_key:
+            params["api_key"] = self._settings.api_key
+        return {"model_name": model, "litellm_params": params, "model_info": {"id": model}}
+
+    def _build_router(self) -> Router:
+        chain = self.chain
+        router: Router = Router(
+            model_list=[self._deployment(model) for model in chain],
+            fallbacks=[{chain[0]: list(chain[1:])}] if len(chain) > 1 else [],
+            max_fallbacks=len(chain),
+            num_retries=self._settings.max_retries,
+            model_group_retry_policy=dict.fromkeys(chain[:-1], NO_RETRIES),
+            # A lone model cooled down would refuse every call for a while; each turn asks.
+            disable_cooldowns=True,
+        )
+        return router
+
     def _request(
         self,
         messages: Sequence[Message],
@@ -112,27 +150,12 @@ class LiteLLMModel:
         payload: list[dict[str, Any]] = [dict(m) for m in messages]
         if is_anthropic_model(self._model):
             payload = apply_anthropic_cache_control(payload, self._settings.prompt_cache_ttl)
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "messages": payload,
-            "timeout": self._settings.timeout,
-            "max_retries": 0,
-        }
-        if self._settings.api_base:
-            kwargs["api_base"] = self._settings.api_base
-        if self._settings.api_key:
-            kwargs["api_key"] = self._settings.api_key
+        kwargs: dict[str, Any] = {"model": self._model, "messages": payload}
         if tools:
             kwargs["tools"] = list(tools)
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         return kwargs
-
-    def _backoff(self, attempt: int, error: ProviderError) -> float:
-        if isinstance(error, ProviderRateLimited) and error.retry_after is not None:
-            return min(error.retry_after, self._settings.retry_max_seconds)
-        base = self._settings.retry_base_seconds * (2 ** (attempt - 1))
-        return float(min(base, self._settings.retry_max_seconds) * random.uniform(0.5, 1.0))
 
     def complete(
         self,
@@ -142,60 +165,62 @@ class LiteLLMModel:
         max_tokens: int | None = None,
         on_text: TextSink | None = None,
     ) -> ChatResult:
-        """Call the model, retrying transient failures; streamed when ``on_text`` is given.
+        """Call the chain; streamed when ``on_text`` is given.
 
-        A retried stream starts again: ``on_text`` then sees the text restart.
+        A stream that fails before its first chunk moves to the next model like a plain
+        call; one that fails midway is not resumed.
 
         Raises:
-            ProviderError: the most specific subclass, after retries are spent.
+            ProviderError: the most specific subclass for the first model's failure (its
+                message says how the fallbacks failed), with ``tried`` naming the chain.
         """
         kwargs = self._request(messages, tools, max_tokens)
         started = time.perf_counter()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                with map_litellm_errors(self._model, api_base=self._settings.api_base):
-                    if on_text is None:
-                        response = litellm.completion(**kwargs)
-                    else:
-                        response = _streamed(self._model, kwargs, on_text)
-                break
-            except ProviderError as error:
-                if not error.retryable or attempt > self._settings.max_retries:
-                    raise
-                delay = self._backoff(attempt, error)
-                log.warning(
-                    "llm call failed, retrying",
-                    extra={
-                        "model": self._model,
-                        "error": type(error).__name__,
-                        "status": error.status_code,
-                        "attempt": attempt,
-                        "delay_seconds": round(delay, 2),
-                    },
-                )
-                self._sleep(delay)
-        return _to_result(response, self._model, time.perf_counter() - started, attempt)
+        try:
+            with map_litellm_errors(self._model, api_base=self.api_base(self._model)):
+                if on_text is None:
+                    response = self._router.completion(**kwargs)
+                    hidden = getattr(response, "_hidden_params", None) or {}
+                else:
+                    response, hidden = _streamed(self._router, self._model, kwargs, on_text)
+        except ProviderError as error:
+            error.tried = self.chain
+            raise
+        answered = str(hidden.get("model_id") or self._model)
+        if answered != self._model:
+            log.warning("llm call fell back", extra={"model": self._model, "answered": answered})
+        headers = hidden.get("additional_headers") or {}
+        attempts = 1 + sum(
+            int(headers.get(key) or 0)
+            for key in ("x-litellm-attempted-retries", "x-litellm-attempted-fallbacks")
+        )
+        return _to_result(response, answered, time.perf_counter() - started, attempts)
 
     def probe(self, timeout: float) -> ProviderError | None:
-        """Ask for one token, once, within ``timeout`` seconds; the error, or ``None``.
+        """Ask the main model for one token, once, within ``timeout``; the error, or ``None``.
 
         ``hubbub doctor`` uses it to prove the key, the model name and the endpoint
-        together, the way a turn would use them.
+        together, the way a turn would use them (no fallback stands in for it).
         """
-        kwargs = self._request(PROBE_MESSAGES, None, 1) | {"timeout": timeout}
+        kwargs = (
+            self._request(PROBE_MESSAGES, None, 1)
+            | self._deployment(self._model)["litellm_params"]
+            | {"timeout": timeout}
+        )
         try:
-            with map_litellm_errors(self._model, api_base=self._settings.api_base):
+            with map_litellm_errors(self._model, api_base=self.api_base(self._model)):
                 litellm.completion(**kwargs)
         except ProviderError as error:
             return error
         return None
 
 
-def _streamed(model: str, kwargs: dict[str, Any], on_text: TextSink) -> Any:
+def _streamed(
+    router: Router, model: str, kwargs: dict[str, Any], on_text: TextSink
+) -> tuple[Any, dict[str, Any]]:
     """One streamed call, rebuilt into the response a plain call returns (usage included).
 
+    Returned with the stream's hidden parameters, which name the model that answered.
     ``on_text`` sees the text so far after each content delta, until a tool call starts.
 
     Raises:
@@ -204,7 +229,7 @@ def _streamed(model: str, kwargs: dict[str, Any], on_text: TextSink) -> Any:
     chunks: list[Any] = []
     text = ""
     showing = True
-    stream = litellm.completion(**kwargs, stream=True, stream_options={"include_usage": True})
+    stream: Any = router.completion(**kwargs, stream=True, stream_options={"include_usage": True})
     for chunk in stream:
         chunks.append(chunk)
         if not chunk.choices:
@@ -219,7 +244,7 @@ def _streamed(model: str, kwargs: dict[str, Any], on_text: TextSink) -> Any:
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
     if response is None:
         raise ProviderError(model, "the provider's stream ended without an answer")
-    return response
+    return response, dict(getattr(stream, "_hidden_params", None) or {})
 
 
 def _to_result(response: Any, model: str, latency: float, attempts: int) -> ChatResult:

@@ -2,19 +2,20 @@
 
 A bot without its own trigger mode, busy mode, allowlists or tool allow-list inherits the tenant's;
 without those either, the deployment's. The tenant's compression thresholds move the
-deployment's for every session of the tenant. The JSON column is read through
+deployment's for every session of the tenant; its models narrow the deployment's list and
+pick the default a new session starts on. The JSON column is read through
 :class:`TenantDefaults` so every reader agrees on the keys.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.busy import BUSY_MODES, BusyMode
-from agent_core.config import CompressionSettings
+from agent_core.config import CompressionSettings, Settings
 from agent_core.errors import InvalidInput
 
 TRIGGER_MODES = ("mention", "all", "commands")
@@ -37,6 +38,11 @@ class TenantDefaults:
     """Share of the usable window where the compressor starts, over the deployment's."""
     hygiene_threshold: float | None = None
     """Share where the pre-agent safety net starts, over the deployment's."""
+    # -- models (hosted) --
+    models: tuple[str, ...] | None = None
+    """The models the tenant's sessions may use: a part of the deployment's list."""
+    default_model: str | None = None
+    """The model a session of the tenant uses until ``/model`` switches it."""
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any] | None) -> TenantDefaults:
@@ -56,6 +62,8 @@ class TenantDefaults:
             busy_mode=data.get("busy_mode") or None,
             compression_threshold=_fraction(data.get("compression_threshold")),
             hygiene_threshold=_fraction(data.get("hygiene_threshold")),
+            models=names("models"),
+            default_model=data.get("default_model") or None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -69,6 +77,8 @@ class TenantDefaults:
             "busy_mode": self.busy_mode,
             "compression_threshold": self.compression_threshold,
             "hygiene_threshold": self.hygiene_threshold,
+            "models": list(self.models) if self.models else None,
+            "default_model": self.default_model,
         }
         return {k: v for k, v in values.items() if v}
 
@@ -166,3 +176,55 @@ def compression_for(deployment: CompressionSettings, tenant: TenantDefaults) -> 
     threshold = tenant.compression_threshold or deployment.threshold
     hygiene = tenant.hygiene_threshold or deployment.hygiene_threshold
     return replace(deployment, threshold=threshold, hygiene_threshold=max(hygiene, threshold))
+
+
+# -- models (hosted) --
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The models a session may use and the one it uses unless it chose another."""
+
+    allowed: tuple[str, ...]
+    default: str | None
+
+    def pick(self, chosen: str | None) -> str | None:
+        """The session's model: its own choice while still allowed, else the default."""
+        return chosen if chosen is not None and chosen in self.allowed else self.default
+
+
+def model_choice(tenant: TenantDefaults, deployment: Settings) -> ModelChoice:
+    """The tenant's list within the deployment's (``HUBBUB_MODELS``), and its default.
+
+    A model the operator has since removed from the deployment's list is dropped; a
+    default no longer allowed gives way to ``HUBBUB_MODEL``, else the first allowed model.
+    """
+    offered = deployment.allowed_models
+    allowed = tuple(m for m in tenant.models or offered if m in offered) or offered
+    for default in (tenant.default_model, deployment.model):
+        if default is not None and default in allowed:
+            return ModelChoice(allowed, default)
+    return ModelChoice(allowed, allowed[0] if allowed and deployment.model else None)
+
+
+def check_models(
+    models: Sequence[str] | None, default_model: str | None, offered: Sequence[str]
+) -> None:
+    """Refuse models the deployment does not offer, or a default outside the tenant's list.
+
+    Raises:
+        InvalidInput: a name is not in ``offered`` (``HUBBUB_MODELS``), or the default is
+            not among ``models`` (the deployment's list when ``models`` is unset).
+    """
+    allowed = list(models) if models else list(offered)
+    for name in (*(models or ()), *([default_model] if default_model else [])):
+        if name not in offered:
+            raise InvalidInput(
+                f"model {name!r} is not offered by this deployment: use one of "
+                f"{', '.join(offered) or '(none: set HUBBUB_MODEL)'}"
+            )
+    if default_model is not None and default_model not in allowed:
+        raise InvalidInput(
+            f"default_model {default_model!r} is not in the tenant's models: use one of "
+            f"{', '.join(allowed)}"
+        )

@@ -1,7 +1,7 @@
 """budget reservations: a call's estimate held until it is charged, per-tenant lock rows
 
 Revision ID: 0020_v_budget_reservations
-Revises: 0018_i_media
+Revises: 0019_r_session_model
 Create Date: 2026-12-02 14:30:00
 """
 
@@ -14,7 +14,7 @@ from agent_core.db.base import UTCDateTime
 
 
 revision: str = '0020_v_budget_reservations'
-down_revision: str | None = '0018_i_media'
+down_revision: str | None = '0019_r_session_model'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -32,7 +32,7 @@ MAX_TEXT = 20_000
 """Persona and instructions, as the API allows."""
 MAX_LIST_CHARS = 100_000
 """An allow-list or tool list as typed (one entry a line or comma-separated)."""
-MAX_ENTRIES = {"allow_users": 1000, "allow_chats": 1000, "tools": 200}
+MAX_ENTRIES = {"allow_users": 1000, "allow_chats": 1000, "tools": 200, "models": 100}
 """Entries per list, as the API allows."""
 _SEPARATORS = re.compile(r"[\s,]+")
 
@@ -55,6 +55,8 @@ class SettingsForm:
     tools: str
     compression_threshold: str
     hygiene_threshold: str
+    models: str
+    default_model: str
 
     @classmethod
     def of(cls, described: dict[str, Any]) -> SettingsForm:
@@ -91,6 +93,8 @@ class SettingsForm:
                 tools=_entries("tools", self.tools),
                 compression_threshold=_share("compression threshold", self.compression_threshold),
                 hygiene_threshold=_share("hygiene threshold", self.hygiene_threshold),
+                models=_entries("models", self.models),
+                default_model=self.default_model.strip() or None,
             ),
         )
 
@@ -147,6 +151,8 @@ def _settings_page(
             "busy_mode": runtime.settings.busy_mode,
             "compression_threshold": compression.threshold,
             "hygiene_threshold": compression.hygiene_threshold,
+            "models": ", ".join(runtime.settings.allowed_models),
+            "default_model": runtime.settings.model or "none set",
         },
     )
 
@@ -176,6 +182,8 @@ def save_settings(
     tools: ListText = "",
     compression_threshold: Annotated[str, Form(max_length=32)] = "",
     hygiene_threshold: Annotated[str, Form(max_length=32)] = "",
+    models: ListText = "",
+    default_model: Short = "",
 ) -> Response:
     """Replace the tenant's settings, as ``PUT …/settings`` does (audited)."""
     check_write(viewer, csrf)
@@ -191,6 +199,8 @@ def save_settings(
         tools,
         compression_threshold,
         hygiene_threshold,
+        models,
+        default_model,
     )
     try:
         change = form.change()
@@ -200,6 +210,7 @@ def save_settings(
                 tenant_id=tenant,
                 change=change,
                 deployment=runtime.settings.compression,
+                offered_models=runtime.settings.allowed_models,
                 actor=viewer.actor,
             )
     except InvalidInput as exc:

@@ -235,6 +235,18 @@ class TenantSettings(Strict):
         description="share where the pre-agent safety net compacts, not below "
         "compression_threshold; null: the deployment's (HUBBUB_COMPRESSION_HYGIENE_THRESHOLD)",
     )
+    # -- models (hosted) --
+    models: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        max_length=100,
+        description="models its sessions may use (/model), from the deployment's "
+        "HUBBUB_MODELS; null: all of those",
+    )
+    default_model: str | None = Field(
+        None,
+        max_length=200,
+        description="the model a session starts on, one of models; null: HUBBUB_MODEL",
+    )
 
 
 class McpServerOut(BaseModel):
@@ -325,6 +337,7 @@ class Gauge(BaseModel):
 
     stored_tokens: int
     last_prompt_tokens: int
+    model: str | None = Field(None, description="the session's model (/model), whose window it is")
     window: int | None
     threshold: int | None
     hygiene: int | None
@@ -520,17 +533,22 @@ def compaction_out(c: Compaction) -> CompactionOut:
 
 
 def session_gauge(runtime: Runtime, db: Session, s: ChatSession) -> Gauge:
-    """How full ``s`` is, against the window and its tenant's compaction lines."""
+    """How full ``s`` is, against its model's window and its tenant's compaction lines."""
+    tenant = db.get(Tenant, s.tenant_id)
+    model = runtime.models.choice(
+        TenantDefaults.from_json(tenant.settings if tenant else None)
+    ).pick(s.model)
     window: int | None = None
     try:
-        window = runtime.models.main().context_length
+        window = runtime.models.main(model).context_length
     except ConfigError:
         window = None
     compactor = runtime.compactor
-    lines = compactor.lines(compactor.settings_for(db, s.tenant_id))
+    lines = compactor.lines(compactor.settings_for(db, s.tenant_id), model)
     return Gauge(
         stored_tokens=s.active_tokens,
         last_prompt_tokens=s.last_prompt_tokens,
+        model=model,
         window=window,
         threshold=lines.threshold if lines else None,
         hygiene=lines.hygiene if lines else None,
@@ -617,6 +635,8 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOu
             tools=tuple(body.tools) if body.tools else None,
             compression_threshold=body.compression_threshold,
             hygiene_threshold=body.hygiene_threshold,
+            models=tuple(body.models) if body.models else None,
+            default_model=body.default_model or None,
         ),
     )
     try:
@@ -626,6 +646,7 @@ def put_settings(access: TenantAccess, body: TenantSettings) -> TenantSettingsOu
                 tenant_id=access.tenant_id,
                 change=change,
                 deployment=access.runtime.settings.compression,
+                offered_models=access.runtime.settings.allowed_models,
                 actor=access.actor,
             )
             if tenant is None:

@@ -426,6 +426,8 @@ def test_a_persona_put_over_the_api_shapes_the_next_turn(
             "busy_mode",
             "compression_threshold",
             "hygiene_threshold",
+            "models",
+            "default_model",
         )
     )
     new |= unset

@@ -67,3 +67,33 @@ def test_a_bot_s_busy_mode_is_set_shown_cleared_and_checked(
     assert "busy=tenant default" in runner.invoke(app, ["bots", "list"]).output
     missing = runner.invoke(app, ["bots", "busy-mode", "telegram", "nobody", "queue"])
     assert missing.exit_code == 1
+
+
+def test_a_tenant_s_models_are_set_shown_refused_and_cleared(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gateway.cli.configure_logging", lambda *a, **k: None)
+    env = hubbub_env(db_url=sqlite_url, home=tmp_path, fake=None)
+    env |= {"HUBBUB_MODEL": "openai/main", "HUBBUB_FALLBACK_MODELS": "openai/small"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    runner = CliRunner()
+    assert runner.invoke(app, ["tenants", "add", "acme"]).exit_code == 0
+
+    shown = runner.invoke(app, ["tenants", "models", "acme"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == (
+        "Models: all (openai/main, openai/small)\nDefault: HUBBUB_MODEL (openai/main)\n"
+    )
+    chosen = ["--model", "openai/small", "--default", "openai/small"]
+    changed = runner.invoke(app, ["tenants", "models", "acme", *chosen])
+    assert changed.exit_code == 0, changed.output
+    assert changed.output == "Models: openai/small\nDefault: openai/small\n"
+    refused = runner.invoke(app, ["tenants", "models", "acme", "--model", "openai/gpt-9"])
+    assert refused.exit_code == 2
+    assert "model 'openai/gpt-9' is not offered by this deployment" in refused.output
+    again = runner.invoke(app, ["tenants", "models", "acme"])
+    assert again.output == changed.output, "the refusal changed nothing"
+    cleared = runner.invoke(app, ["tenants", "models", "acme", "--clear"])
+    assert cleared.output == shown.output
+    assert runner.invoke(app, ["tenants", "models", "nobody"]).exit_code == 1

@@ -33,6 +33,8 @@ FORM = {
     "tools": "memory\ncurrent_time",
     "compression_threshold": "0.4",
     "hygiene_threshold": "0.9",
+    "models": "openai/fake-model",
+    "default_model": "openai/fake-model",
 }
 
 
@@ -100,6 +102,8 @@ def test_an_admin_key_edits_the_settings_and_the_change_is_audited(
         "tools": ["memory", "current_time"],
         "compression_threshold": 0.4,
         "hygiene_threshold": 0.9,
+        "models": ["openai/fake-model"],
+        "default_model": "openai/fake-model",
     }
     (event,) = _audited(gateway)
     assert event.actor == acme.admin_key[:12]
@@ -130,6 +134,11 @@ def test_an_admin_key_edits_the_settings_and_the_change_is_audited(
         ({"busy_mode": "panic"}, "busy mode &#39;panic&#39; is unknown"),
         ({"tools": "memory\nbad/tool"}, "tool pattern &#39;bad/tool&#39; is invalid"),
         ({"name": "  "}, "name must not be empty"),
+        (
+            {"models": "openai/fake-model\nnot/offered"},
+            "model &#39;not/offered&#39; is not offered",
+        ),
+        ({"default_model": "not/offered"}, "model &#39;not/offered&#39; is not offered"),
     ],
 )
 def test_bad_input_shows_why_keeps_what_was_typed_and_changes_nothing(

@@ -283,6 +283,13 @@ class TestSettings:
             clean_hubbub_env.setenv(name, value)
         settings = load_settings()
         assert settings.context_length == 1_000_000
+        assert settings.fallback_models == ["openai/my-fallback"]
+        assert settings.allowed_models == (
+            "openai/my-model",
+            "openai/my-fallback",
+            "openai/my-big-model",
+        )
+        assert settings.model_endpoints == {"openai/my-big-model": "http://big.models.svc:8000/v1"}
         assert settings.allow_chats == ["-1001234"]
         assert settings.public_url == "https://hubbub.example.net"
         assert settings.worker_concurrency == 2

@@ -100,6 +100,8 @@ def test_a_tenant_s_trigger_mode_and_instructions_reach_its_bot(
         "busy_mode": "interrupt",
         "compression_threshold": None,
         "hygiene_threshold": None,
+        "models": None,
+        "default_model": None,
     }
     response = client.put(url, json=new)
     assert response.status_code == 200, response.text

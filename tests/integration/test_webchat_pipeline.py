@@ -227,7 +227,7 @@ class TestCommands:
         assert "remember the old days" in texts
         assert "fresh start" in texts
 
-    @pytest.mark.parametrize("typed", ["/model gpt-5", "/whatever"])
+    @pytest.mark.parametrize("typed", ["/teleport home", "/whatever"])
     def test_an_unknown_command_is_named_and_the_real_ones_listed(
         self, client: httpx.Client, fake_llm: FakeLLM, typed: str
     ) -> None:

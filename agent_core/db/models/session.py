@@ -58,6 +58,8 @@ class ChatSession(TimestampMixin, Base):
     prompt_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     """Hash of what the prompt was built from (model, toolset, persona)."""
     prompt_built_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    """The model ``/model`` chose for this session; ``None``: the tenant's default."""
 
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The current compaction summary of archived turns, if any."""

@@ -6,7 +6,7 @@ import pytest
 
 from agent_core.config import LLMSettings
 from agent_core.llm.litellm_model import LiteLLMModel
-from tests.fixtures.llm_server import FakeLLM, ScriptedReply, tool_call
+from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread, ScriptedReply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +60,28 @@ def test_a_streamed_tool_call_is_rebuilt_and_its_text_stops_showing(fake_llm: Fa
     ]
     assert result.usage is not None
     assert result.usage.completion_tokens > 0
+
+
+def test_a_stream_refused_with_a_429_is_streamed_by_the_fallback(fake_llm: FakeLLM) -> None:
+    fake_llm.fail_next(Failure.rate_limited(60))
+    with LLMServerThread() as second:
+        second.queue_replies(ScriptedReply("from the fallback"))
+        model = LiteLLMModel(
+            LLMSettings(
+                model="openai/fake-model",
+                api_base=fake_llm.base_url,
+                api_key="sk-test",
+                fallbacks=("openai/fake-b",),
+                endpoints=(("openai/fake-b", second.base_url),),
+            )
+        )
+        seen: list[str] = []
+        result = model.complete([{"role": "user", "content": "hi"}], on_text=seen.append)
+        (request,) = second.chat_requests()
+
+    assert seen == ["from ", "from the ", "from the fallback"]
+    assert result.content == "from the fallback"
+    assert result.model == "openai/fake-b"
+    assert result.attempts == 2
+    assert request["stream"] is True
+    assert len(fake_llm.chat_requests()) == 1
