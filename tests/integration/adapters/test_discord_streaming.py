@@ -22,6 +22,7 @@ from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.platform_servers.discord import (
     DM_ID,
     MESSAGE_LIMIT,
+    Failure,
     FakeDiscord,
     load_payload,
 )
@@ -241,3 +242,44 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_by_its_nonce(
     assert len([a for a in fake.attempts if a["channel_id"] == DM_ID]) >= 2, "posted again"
     with gateway.runtime.factory() as db:
         assert db.scalar(select(OutboxEntry.state)) == "sent"
+
+
+def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake: FakeDiscord,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    fake_llm.queue_replies(ScriptedReply(REPLY))
+    fake.after_next(AfterPost.drop_connection())
+    posts: list[dict[str, Any]] = []
+
+    def second_post_fails(body: dict[str, Any]) -> Failure | None:
+        posts.append(body)
+        return Failure.unavailable() if len(posts) == 2 else None
+
+    fake.fail_when = second_post_fails
+    env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="on")
+    gateway = _start(gateway_factory, env, fake)
+    _ask(fake)
+
+    state = wait_until(
+        lambda: _outbox_state(gateway) in ("unknown", "sent") and _outbox_state(gateway),
+        timeout=90,
+        what="the reply's outcome",
+    )
+
+    assert state == "unknown", "the draft may exist and could not be settled: marked"
+    (draft,) = fake.sent_messages(DM_ID)
+    assert REPLY.startswith(_draft_text(draft.content))
+    assert len(posts) == 2, "posted once more only with the same nonce, then never again"
+    assert posts[0]["nonce"] == posts[1]["nonce"]
+    assert fake.edits == []
+
+
+def _outbox_state(gateway: GatewayServer) -> str | None:
+    with gateway.runtime.factory() as db:
+        state = db.scalar(select(OutboxEntry.state))
+    return str(state) if state is not None else None

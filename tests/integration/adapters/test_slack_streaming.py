@@ -27,6 +27,7 @@ from tests.fixtures.platform_servers.slack import (
     BOT_TOKEN,
     SIGNING_SECRET,
     FakeSlack,
+    SlackFailure,
     load_payload,
     sign,
 )
@@ -251,5 +252,33 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_from_the_history(
     assert shown == final, "the draft the lost answer created became the reply"
     assert len(fake_slack.posted(DM)) == 1, "never posted again"
     assert fake_slack.calls_to("conversations.history"), "settled from the history"
+    with gateway.runtime.factory() as db:
+        assert db.scalar(select(OutboxEntry.state)) == "sent"
+
+
+def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delivery(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    fake_llm.queue_replies(ScriptedReply(REPLY))
+    fake_slack.after_next("chat.postMessage", AfterPost.drop_connection())
+    fake_slack.fail_next("conversations.history", SlackFailure.api_error("internal_error"))
+    gateway = gateway_factory(
+        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+    )
+    final = _final(REPLY)
+    _ask(gateway)
+
+    shown = wait_until(lambda: _finished(fake_slack, final), timeout=90, what="the final text")
+
+    assert shown == final, "the draft found in the history became the reply"
+    assert len(fake_slack.posted(DM)) == 1, "never posted again"
+    (update,) = fake_slack.calls_to("chat.update")
+    assert update.params["text"] == final[0], "streaming stopped; the final edit, once"
+    assert len(fake_slack.calls_to("conversations.history")) == 2
     with gateway.runtime.factory() as db:
         assert db.scalar(select(OutboxEntry.state)) == "sent"
