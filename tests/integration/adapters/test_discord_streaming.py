@@ -43,7 +43,7 @@ pytestmark = [
 
 REPLY = (
     "Here is the **plan** for the week, step by step:\n\n"
-    + " ".join(f"word{n}" for n in range(60))
+    + " ".join(f"word{n}" for n in range(120))
     + "\n\n```python\nprint('done')\n```"
 )
 LONG_REPLY = " ".join(f"paragraph{n // 40}word{n}" for n in range(260))
@@ -240,8 +240,7 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_by_its_nonce(
     assert shown == final, "the draft the lost answer created became the reply"
     assert len(fake.sent_messages(DM_ID)) == 1
     assert len([a for a in fake.attempts if a["channel_id"] == DM_ID]) >= 2, "posted again"
-    with gateway.runtime.factory() as db:
-        assert db.scalar(select(OutboxEntry.state)) == "sent"
+    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
 
 
 def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(

@@ -46,7 +46,7 @@ WEBHOOK = "/webhooks/slack/default"
 DM = "D0ALICE01"
 REPLY = (
     "Here is the **plan** for the week, step by step:\n\n"
-    + " ".join(f"word{n}" for n in range(60))
+    + " ".join(f"word{n}" for n in range(120))
     + "\n\n```python\nprint('done')\n```"
 )
 LONG_REPLY = " ".join(f"paragraph{n // 40}word{n}" for n in range(480))
@@ -71,8 +71,8 @@ def _env(db_url: str, home: Path, llm: FakeLLM, slack: FakeSlack, **extra: Any) 
     )
 
 
-def _ask(gateway: GatewayServer) -> None:
-    body = json.dumps(load_payload("message_im")).encode()
+def _ask(gateway: GatewayServer, payload: str = "message_im") -> None:
+    body = json.dumps(load_payload(payload)).encode()
     headers = sign(body) | {"Content-Type": "application/json"}
     with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
         assert client.post(WEBHOOK, content=body, headers=headers).status_code == 200
@@ -252,8 +252,7 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_from_the_history(
     assert shown == final, "the draft the lost answer created became the reply"
     assert len(fake_slack.posted(DM)) == 1, "never posted again"
     assert fake_slack.calls_to("conversations.history"), "settled from the history"
-    with gateway.runtime.factory() as db:
-        assert db.scalar(select(OutboxEntry.state)) == "sent"
+    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
 
 
 def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delivery(
@@ -280,5 +279,38 @@ def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delive
     (update,) = fake_slack.calls_to("chat.update")
     assert update.params["text"] == final[0], "streaming stopped; the final edit, once"
     assert len(fake_slack.calls_to("conversations.history")) == 2
+    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
+
+
+def test_a_mention_in_a_channel_streams_in_the_thread_under_it(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    fake_llm.queue_replies(ScriptedReply(REPLY))
+    gateway = gateway_factory(
+        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+    )
+    final = _final(REPLY)
+    _ask(gateway, "app_mention")
+
+    shown = wait_until(
+        lambda: fake_slack.shown("C0GENERAL")[-1:] == final and fake_slack.shown("C0GENERAL"),
+        timeout=90,
+        what="the final text",
+    )
+
+    assert shown == final
+    (draft,) = fake_slack.posted("C0GENERAL")
+    assert draft["thread_ts"] == "1732799200.000300", "the draft starts the thread"
+    assert fake_slack.channel_messages("C0GENERAL")[0]["thread_ts"] == "1732799200.000300"
+    assert len(_assert_clean_updates(fake_slack)) >= 2
+
+
+def _outbox_state(gateway: GatewayServer) -> str | None:
     with gateway.runtime.factory() as db:
-        assert db.scalar(select(OutboxEntry.state)) == "sent"
+        state = db.scalar(select(OutboxEntry.state))
+    return str(state) if state is not None else None
