@@ -261,6 +261,12 @@ RETRY_LATER_SECONDS = 5
 """What a 503 tells a platform (or the page) to wait before it retries."""
 
 
+DRAFT_MARK = " ▌"
+"""Ends every draft on platforms whose final text may read exactly like the last draft
+(Discord, Slack): it says the reply is still being written, and the final edit, which
+drops it, always changes the message."""
+
+
 class DraftEditor(ABC):
     """What a deliverer that streams replies adds: post a draft message, then edit it.
 

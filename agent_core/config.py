@@ -128,6 +128,8 @@ DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS = 1.0
 """Discord's message-edit bucket allows 5 per 5 s per channel: one a second stays inside."""
 DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS = 1.0
 """Slack posts at most about 1 message/s per channel; ``chat.update`` counts the same."""
+DEFAULT_STREAM_EDIT_INTERVAL_WEBCHAT_SECONDS = 0.25
+"""Web chat drafts cost no platform call, only a feed event and a re-render of the page."""
 
 # Images (issue 13 §4) ---------------------------------------------------------------------
 DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024
@@ -441,12 +443,14 @@ class Settings(BaseSettings):
     is seen by this process within this many seconds; its own admin API's at once."""
     # Streamed replies (issue 13 §1).
     streaming: bool = DEFAULT_STREAMING
-    """Replies grow in their platform message while the model writes (``on``/``off``); a
-    bot's ``streaming`` setting overrides it. Web chat is not streamed this way."""
+    """Replies grow in their platform message (in the web chat page) while the model writes
+    (``on``/``off``); a bot's ``streaming`` setting overrides it."""
     stream_edit_interval: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SECONDS, gt=0)
     """Seconds between draft calls (send or edit) of one streamed reply on Telegram."""
     stream_edit_interval_discord: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_DISCORD_SECONDS, gt=0)
     stream_edit_interval_slack: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS, gt=0)
+    stream_edit_interval_webchat: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_WEBCHAT_SECONDS, gt=0)
+    """Seconds between the drafts a web chat page is sent of one streamed reply."""
 
     otel_exporter_otlp_endpoint: str | None = Field(
         None,

@@ -30,6 +30,7 @@ from tenacity import (
 from adapters.base import Deliverer, DeliveryError, DraftEditor
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.registry import create_deliverer
+from adapters.webchat.deliverer import WebchatDeliverer
 from agent_core import tracing
 from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
@@ -43,6 +44,7 @@ from agent_core.outbox.repository import (
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
+from workers.streaming import DraftPublisher
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +281,17 @@ class DeliveryService:
         if not isinstance(deliverer, DraftEditor):
             return None
         return deliverer, deliverer.config.extra, loop
+
+    def draft_publisher(self, bot_id: int) -> tuple[DraftPublisher, dict[str, Any]] | None:
+        """How a web chat bot's pages are shown drafts (with its options), if it is one."""
+        try:
+            deliverer, _ = self._deliverer(bot_id)
+        except Exception:
+            log.warning("no deliverer to stream with", extra={"bot_id": bot_id}, exc_info=True)
+            return None
+        if not isinstance(deliverer, WebchatDeliverer):
+            return None
+        return deliverer.publish_draft, deliverer.config.extra
 
     def typing(self, chat_session: ChatSession) -> None:
         """Show a typing indicator in the session's chat; never fails the turn."""

@@ -11,6 +11,11 @@ A turn that runs again (a worker killed mid-stream) starts from the recorded mes
 edits them; a post whose outcome is unknown stops streaming for the turn, and the final
 delivery marks the reply unknown where the platform cannot settle it. Nothing here ever
 fails the turn: a streaming problem stops streaming, and the reply is delivered as usual.
+
+Web chat has no platform messages to edit: a :class:`FeedStreamer` publishes the reply so
+far to the page's live feed (:mod:`adapters.webchat.feed`), and the delivered reply
+replaces it on the page. Nothing is recorded: a draft is never stored, so a turn that runs
+again simply publishes its own.
 """
 
 from __future__ import annotations
@@ -30,14 +35,14 @@ from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.outbox.repository import OutboxRepository
 from workers.aio import BackgroundLoop
-from workers.drafts import DraftAction, DraftCall, DraftCoalescer
+from workers.drafts import DraftAction, DraftCall, DraftCoalescer, whole_words
 
 log = logging.getLogger(__name__)
 
 DRAFT_CALL_TIMEOUT_SECONDS = 30.0
 """Longest one draft call may take; a post that outlives it may have arrived."""
-STREAMED_PLATFORMS = frozenset({"telegram", "discord", "slack"})
-"""Web chat has its own stream (Server-Sent Events), not platform-message edits."""
+STREAMED_PLATFORMS = frozenset({"telegram", "discord", "slack", "webchat"})
+"""Web chat streams to its page's live feed (Server-Sent Events), not by message edits."""
 _OFF = frozenset({"off", "false", "0", "no"})
 
 
@@ -59,6 +64,8 @@ def edit_interval(settings: Settings, platform: str) -> float:
         return settings.stream_edit_interval_discord
     if platform == "slack":
         return settings.stream_edit_interval_slack
+    if platform == "webchat":
+        return settings.stream_edit_interval_webchat
     return settings.stream_edit_interval
 
 
@@ -216,6 +223,47 @@ class DraftStreamer:
         )
 
 
+DraftPublisher = Callable[[str, int | str, str], None]
+"""Shows a web chat page the reply so far: ``(chat_id, reply_to line id, text)``; it never
+raises (:meth:`adapters.webchat.deliverer.WebchatDeliverer.publish_draft`)."""
+
+
+class FeedStreamer:
+    """The ``on_text`` of a web chat turn: the page's feed gets the reply so far.
+
+    Whole words only, at most one draft per ``interval``, never the same text twice.
+    """
+
+    def __init__(
+        self,
+        publish: DraftPublisher,
+        chat_id: str,
+        reply_to: int,
+        *,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._publish = publish
+        self._chat_id = chat_id
+        self._reply_to = reply_to
+        self._interval = interval
+        self._clock = clock
+        self._shown = ""
+        self._next_at = float("-inf")
+
+    def __call__(self, text: str) -> None:
+        """Publish ``text`` (the reply so far) when the interval allows; never raises."""
+        now = self._clock()
+        if now < self._next_at:
+            return
+        shown = whole_words(text)
+        if not shown or shown == self._shown:
+            return
+        self._publish(self._chat_id, self._reply_to, shown)
+        self._shown = shown
+        self._next_at = now + self._interval
+
+
 class StreamService:
     """Opens a :class:`DraftStreamer` for the turns whose replies are streamed.
 
@@ -224,6 +272,7 @@ class StreamService:
         factory: the database.
         editors: the bot's draft editor and the loop it runs on, or ``None`` when the
             bot's deliverer streams nothing (the delivery service provides them).
+        publishers: for a web chat bot, how its pages are shown drafts (and its options).
     """
 
     def __init__(
@@ -231,15 +280,21 @@ class StreamService:
         settings: Settings,
         factory: sessionmaker[Session],
         editors: Callable[[int], tuple[DraftEditor, dict[str, Any], BackgroundLoop] | None],
+        publishers: Callable[[int], tuple[DraftPublisher, dict[str, Any]] | None],
     ) -> None:
         self._settings = settings
         self._factory = factory
         self._editors = editors
+        self._publishers = publishers
 
-    def open(self, chat_session: ChatSession, trigger: Message) -> DraftStreamer | None:
+    def open(
+        self, chat_session: ChatSession, trigger: Message
+    ) -> DraftStreamer | FeedStreamer | None:
         """The streamer for the reply to ``trigger``, or ``None`` when it is not streamed."""
         if chat_session.platform not in STREAMED_PLATFORMS:
             return None
+        if chat_session.platform == "webchat":
+            return self._open_feed(chat_session, trigger)
         found = self._editors(chat_session.bot_id)
         if found is None:
             return None
@@ -258,5 +313,19 @@ class StreamService:
             editor,
             loop,
             StreamTarget(trigger.id, chat_session.bot_id, chat),
+            interval=edit_interval(self._settings, chat_session.platform),
+        )
+
+    def _open_feed(self, chat_session: ChatSession, trigger: Message) -> FeedStreamer | None:
+        found = self._publishers(chat_session.bot_id)
+        if found is None:
+            return None
+        publish, extra = found
+        if not streaming_enabled(self._settings, chat_session.platform, extra):
+            return None
+        return FeedStreamer(
+            publish,
+            chat_session.chat_id,
+            trigger.id,
             interval=edit_interval(self._settings, chat_session.platform),
         )

@@ -121,7 +121,9 @@ class TurnRunner:
         self._media = media
         self._factory: sessionmaker[Session] = services.factory
         self._delivery = delivery
-        self._streams = StreamService(settings, services.factory, delivery.draft_editor)
+        self._streams = StreamService(
+            settings, services.factory, delivery.draft_editor, delivery.draft_publisher
+        )
         self._stopping = stopping
         self.dispatcher: Dispatcher | None = None
 

@@ -15,6 +15,12 @@ but only while Discord still remembers the nonce ("the past few minutes" in its 
 :data:`NONCE_WINDOW_SECONDS`); after that the outcome is unknown and nothing is resent.
 429s are waited out in place (up to 30 s each); a later attempt starts after the parts
 Discord is known to have.
+
+Streaming (:class:`~adapters.base.DraftEditor`, see :mod:`workers.streaming`): a draft is
+posted like a part (with a fresh nonce, so a post whose answer was lost is settled by
+posting it once more at once) and grows by message edits; drafts end with
+:data:`~adapters.base.DRAFT_MARK`. The final delivery (``streamed_ids``) edits the drafts
+into the formatted parts, posts the parts past them and deletes drafts left over.
 """
 
 from __future__ import annotations
@@ -22,19 +28,29 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import secrets
 from datetime import UTC, datetime
 
 import discord
 
-from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress
-from adapters.discord.chunks import render_chunks, split_message
+from adapters.base import (
+    DRAFT_MARK,
+    BotConfig,
+    Deliverer,
+    DeliveryError,
+    DeliveryProgress,
+    DraftEditor,
+)
+from adapters.discord.chunks import MESSAGE_LIMIT, render_chunks, split_message
 from adapters.discord.endpoints import use_api_base
 from adapters.discord.errors import (
     SEND_FAILURES,
+    created_nothing,
     delivery_error,
     describe,
     is_invalid_form,
     is_transient,
+    retry_after,
 )
 from adapters.discord.formatting import to_literal_text
 from adapters.discord.ids import message_snowflake
@@ -63,11 +79,17 @@ REPLY_MENTIONS = discord.AllowedMentions(
 """A reply notifies the person it answers and nobody else, whatever the model wrote."""
 
 
-class DiscordDeliverer(Deliverer):
-    """Delivers one bot's replies and typing indicators through Discord's REST API."""
+class DiscordDeliverer(Deliverer, DraftEditor):
+    """Delivers one bot's replies, their drafts and typing indicators through Discord's REST API."""
 
     post_timeout_seconds = POST_TIMEOUT_SECONDS
     nonce_window_seconds = NONCE_WINDOW_SECONDS
+    draft_limit = MESSAGE_LIMIT
+
+    @staticmethod
+    def draft_length(text: str) -> int:
+        """Discord counts code points; the draft mark is part of the message."""
+        return len(text) + len(DRAFT_MARK)
 
     def __init__(self, config: BotConfig) -> None:
         super().__init__(config)
@@ -110,11 +132,21 @@ class DiscordDeliverer(Deliverer):
         chunks = render_chunks(message.text)
         if not chunks:
             raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
-        reference = _reference(channel, message)
+        reference = _reference(channel, message.chat_type, message.reply_to_message_id)
         progress = DeliveryProgress(message)
+        streamed = message.streamed_ids
+        if message.stream_unsettled:
+            raise progress.unknown(
+                "a draft of this reply may or may not have been posted; not sent again, so "
+                "nothing is sent twice"
+            )
         try:
             async with asyncio.timeout(DELIVERY_BUDGET_SECONDS):
                 for index in range(progress.chunks, len(chunks)):
+                    if index < len(streamed):
+                        await self._edit(channel, streamed[index], chunks[index])
+                        progress.delivered([streamed[index]])
+                        continue
                     self._check_nonce_window(message, progress)
                     nonce = _nonce(message.delivery_id, index)
                     ids = await self._send(
@@ -122,8 +154,70 @@ class DiscordDeliverer(Deliverer):
                     )
                     progress.delivered(ids)
         except SEND_FAILURES as exc:
+            if progress.chunks < len(streamed):
+                # An edit may always be made again: it never creates a message.
+                raise progress.failure(
+                    describe(exc), retryable=is_transient(exc), retry_after=retry_after(exc)
+                ) from exc
             raise delivery_error(exc, progress) from exc
+        for leftover in streamed[len(chunks) :]:
+            await self._delete(channel, leftover)
         return progress.ids
+
+    async def post_draft(self, target: ChatTarget, text: str) -> str:
+        """Post a draft (replying to the message it answers in groups); returns its id.
+
+        A post whose answer was lost is posted once more with the same nonce, which
+        Discord answers with the message it created, if it did.
+
+        Raises:
+            DeliveryError: refused or rate limited (``retry_after``), or ``maybe_sent``
+                when the post may have arrived and could not be settled.
+        """
+        channel_id = message_snowflake(target.thread_id or target.chat_id)
+        if channel_id is None:
+            raise DeliveryError(f"not a Discord channel id: {target.chat_id!r}", retryable=False)
+        self._typing.stop(channel_id)
+        client = await self._logged_in()
+        channel = client.get_partial_messageable(channel_id)
+        reference = _reference(channel, target.chat_type, target.reply_to_message_id)
+        text += DRAFT_MARK
+        nonce = f"d{secrets.token_hex(12)}"
+        try:
+            sent = await self._post(channel, text, reference, nonce)
+        except SEND_FAILURES as exc:
+            if created_nothing(exc):
+                raise DeliveryError(
+                    describe(exc), retryable=is_transient(exc), retry_after=retry_after(exc)
+                ) from exc
+            log.info("a draft post's answer was lost; settling it by its nonce")
+            try:
+                sent = await self._post(channel, text, reference, nonce)
+            except SEND_FAILURES as again:
+                raise DeliveryError(
+                    f"{describe(again)}; the draft may have been posted",
+                    retryable=False,
+                    maybe_sent=True,
+                ) from again
+        return str(sent.id)
+
+    async def edit_draft(self, target: ChatTarget, message_id: str, text: str) -> None:
+        """Replace a draft's text.
+
+        Raises:
+            DeliveryError: not edited (``retry_after`` when rate limited).
+        """
+        channel_id = message_snowflake(target.thread_id or target.chat_id)
+        if channel_id is None:
+            raise DeliveryError(f"not a Discord channel id: {target.chat_id!r}", retryable=False)
+        client = await self._logged_in()
+        channel = client.get_partial_messageable(channel_id)
+        try:
+            await self._edit(channel, message_id, text + DRAFT_MARK)
+        except SEND_FAILURES as exc:
+            raise DeliveryError(
+                describe(exc), retryable=is_transient(exc), retry_after=retry_after(exc)
+            ) from exc
 
     def _check_nonce_window(self, message: OutboundMessage, progress: DeliveryProgress) -> None:
         """Refuse to repeat a post Discord may no longer recognise by its nonce."""
@@ -192,6 +286,22 @@ class DiscordDeliverer(Deliverer):
                 text, reference=reference, allowed_mentions=REPLY_MENTIONS, nonce=nonce
             )
 
+    async def _edit(self, channel: discord.PartialMessageable, message_id: str, text: str) -> None:
+        """Set a message's text; making the same edit again changes nothing."""
+        message = channel.get_partial_message(int(message_id))
+        async with asyncio.timeout(self.post_timeout_seconds):
+            await message.edit(content=text, allowed_mentions=REPLY_MENTIONS)
+
+    async def _delete(self, channel: discord.PartialMessageable, message_id: str) -> None:
+        """Remove a draft the final reply did not need; failures are only logged."""
+        try:
+            async with asyncio.timeout(self.post_timeout_seconds):
+                await channel.get_partial_message(int(message_id)).delete()
+        except discord.NotFound:
+            return
+        except SEND_FAILURES as exc:
+            log.warning("a leftover draft could not be deleted", extra={"reason": describe(exc)})
+
     async def _logged_in(self) -> discord.Client:
         if self._client is not None and not self._client.is_closed():
             return self._client
@@ -229,12 +339,12 @@ def _nonce(delivery_id: str, index: int) -> str:
 
 
 def _reference(
-    channel: discord.PartialMessageable, message: OutboundMessage
+    channel: discord.PartialMessageable, chat_type: str, reply_to: str | None
 ) -> discord.MessageReference | None:
     """Reply to the triggering message in groups, when it is a Discord message."""
-    if message.chat_type != "group" or message.reply_to_message_id is None:
+    if chat_type != "group" or reply_to is None:
         return None
-    target = message_snowflake(message.reply_to_message_id)
+    target = message_snowflake(reply_to)
     if target is None:
         return None
     return channel.get_partial_message(target).to_reference(fail_if_not_exists=False)

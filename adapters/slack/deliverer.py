@@ -14,6 +14,14 @@
   counts the chunks that are there as posted; only the absent ones are posted.
 - Formatting: mrkdwn never fails to parse; if Slack still refuses a chunk's content, it is
   sent again as plain text.
+- Streaming (:class:`~adapters.base.DraftEditor`, see :mod:`workers.streaming`): a draft
+  is posted where the reply goes, as escaped plain text ending with
+  :data:`~adapters.base.DRAFT_MARK` and with metadata naming the message it answers, and
+  grows by ``chat.update``. A draft post whose answer was lost is looked for in the
+  history; if it cannot be found yet, streaming stops and the final delivery reads the
+  history for the drafts there. The final delivery edits the drafts into the mrkdwn
+  chunks (which then carry the chunk metadata), posts the chunks past them and deletes
+  drafts left over.
 - Typing: bots have no typing indicator; in threads the assistant status ("is
   thinking…") is shown where the workspace allows it, and Slack clears it on the reply.
 """
@@ -22,15 +30,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress
+from adapters.base import (
+    DRAFT_MARK,
+    BotConfig,
+    Deliverer,
+    DeliveryError,
+    DeliveryProgress,
+    DraftEditor,
+)
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.slack.chunks import MAX_MESSAGE_CHARS, Chunk, render_chunks
 from adapters.slack.errors import CALL_FAILURES, call_failure, error_code
@@ -52,6 +69,8 @@ FORMAT_ERRORS = frozenset({"msg_too_long", "invalid_blocks", "invalid_blocks_for
 """Refusals about a chunk's content: worth one more try as plain text."""
 REPLY_EVENT_TYPE = "hubbub_reply"
 """The ``metadata.event_type`` of every chunk Hubbub posts."""
+DRAFT_EVENT_TYPE = "hubbub_draft"
+"""The ``metadata.event_type`` of a streamed reply's drafts (until the final edit)."""
 HISTORY_MARGIN_SECONDS = 300.0
 """History is read from this long before the unsettled attempt began (clocks differ)."""
 HISTORY_PAGE_SIZE = 200
@@ -73,8 +92,8 @@ class _Target:
     thread_ts: str | None
 
 
-def target_of(message: OutboundMessage) -> _Target:
-    """Where a reply goes.
+def target_of(message: OutboundMessage | ChatTarget) -> _Target:
+    """Where a reply (or its drafts) goes.
 
     Its thread; else a new thread under the group message it answers; else the chat.
     """
@@ -124,8 +143,33 @@ def _chunk_of(posted: dict[str, Any], delivery_id: str, identity: BotIdentity) -
     return chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None
 
 
-class SlackDeliverer(Deliverer):
-    """Sends one bot's replies to Slack.
+def _draft_metadata(reply_to: str | None, nonce: str) -> dict[str, Any]:
+    return {
+        "event_type": DRAFT_EVENT_TYPE,
+        "event_payload": {"reply_to": reply_to or "", "nonce": nonce},
+    }
+
+
+def _draft_of(posted: dict[str, Any], reply_to: str | None, identity: BotIdentity) -> str | None:
+    """The nonce of a history message that is one of our drafts answering ``reply_to``."""
+    if not identity.is_self(user=posted.get("user"), bot_id=posted.get("bot_id")):
+        return None
+    metadata = posted.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != DRAFT_EVENT_TYPE:
+        return None
+    payload = metadata.get("event_payload")
+    if not isinstance(payload, dict) or payload.get("reply_to") != (reply_to or ""):
+        return None
+    nonce = payload.get("nonce")
+    return nonce if isinstance(nonce, str) else None
+
+
+def _draft_text(text: str) -> str:
+    return escape(text) + DRAFT_MARK
+
+
+class SlackDeliverer(Deliverer, DraftEditor):
+    """Sends one bot's replies, and their drafts while they are written, to Slack.
 
     Args:
         config: the bot's config (token, API base).
@@ -136,6 +180,12 @@ class SlackDeliverer(Deliverer):
     """
 
     api_timeout_seconds = API_TIMEOUT_SECONDS
+    draft_limit = MAX_MESSAGE_CHARS
+
+    @staticmethod
+    def draft_length(text: str) -> int:
+        """What Slack gets: the escaped text and the draft mark."""
+        return len(_draft_text(text))
 
     def __init__(
         self,
@@ -166,6 +216,7 @@ class SlackDeliverer(Deliverer):
             raise DeliveryError("the reply is empty; nothing to post", retryable=False)
         target = target_of(message)
         progress = DeliveryProgress(message)
+        streamed = await self._streamed(target, message, progress)
         posted: dict[int, str] = {}
         if message.unsettled_since is not None:
             try:
@@ -185,11 +236,200 @@ class SlackDeliverer(Deliverer):
             )
         budget = [RATE_LIMIT_BUDGET_SECONDS]
         for index in range(progress.chunks, len(chunks)):
+            if index < len(streamed):
+                await self._finish_draft(target, streamed[index], chunks, index, message, progress)
+                progress.delivered([message_key(target.channel, streamed[index])])
+                continue
             ts = posted.get(index)
             if ts is None:
                 ts = await self._post_chunk(target, chunks, index, message, progress, budget)
             progress.delivered([message_key(target.channel, ts)])
+        for leftover in streamed[len(chunks) :]:
+            await self._delete(target, leftover)
         return progress.ids
+
+    async def post_draft(self, target: ChatTarget, text: str) -> str:
+        """Post a draft where the reply goes; returns its ``"{channel}:{ts}"``.
+
+        Raises:
+            DeliveryError: refused or rate limited (``retry_after``), or ``maybe_sent`` when
+                the post may have arrived and the history does not show it (yet).
+        """
+        where = target_of(target)
+        nonce = secrets.token_hex(8)
+        started = time.time()
+        try:
+            response = await self._client.chat_postMessage(
+                channel=where.channel,
+                text=_draft_text(text),
+                thread_ts=where.thread_ts,
+                mrkdwn=False,
+                metadata=_draft_metadata(target.reply_to_message_id, nonce),
+            )
+        except SlackApiError as exc:
+            if exc.response.status_code == 429:
+                raise DeliveryError(
+                    "slack rate limit", retryable=True, retry_after=_retry_after(exc)
+                ) from exc
+            failure = call_failure(exc, "chat.postMessage")
+            if failure.maybe_done:
+                return await self._settle_draft(where, target, nonce, started, failure.reason)
+            raise DeliveryError(failure.reason, retryable=failure.retryable) from exc
+        except CALL_FAILURES as exc:
+            failure = call_failure(exc, "chat.postMessage")
+            if failure.maybe_done:
+                return await self._settle_draft(where, target, nonce, started, failure.reason)
+            raise DeliveryError(failure.reason, retryable=failure.retryable) from exc
+        ts = response.get("ts")
+        if not isinstance(ts, str):
+            raise DeliveryError(
+                "chat.postMessage answered without a ts", retryable=False, maybe_sent=True
+            )
+        return message_key(where.channel, ts)
+
+    async def edit_draft(self, target: ChatTarget, message_id: str, text: str) -> None:
+        """Replace a draft's text (``chat.update``).
+
+        Raises:
+            DeliveryError: not edited (``retry_after`` when rate limited).
+        """
+        ref = parse_key(message_id)
+        if ref is None or ref.ts is None:
+            raise DeliveryError(f"not a Slack message id: {message_id!r}", retryable=False)
+        try:
+            await self._client.chat_update(channel=ref.channel, ts=ref.ts, text=_draft_text(text))
+        except SlackApiError as exc:
+            if exc.response.status_code == 429:
+                raise DeliveryError(
+                    "slack rate limit", retryable=True, retry_after=_retry_after(exc)
+                ) from exc
+            failure = call_failure(exc, "chat.update")
+            raise DeliveryError(failure.reason, retryable=failure.retryable) from exc
+        except CALL_FAILURES as exc:
+            # An update may be made again: it never creates a message.
+            raise DeliveryError(call_failure(exc, "chat.update").reason, retryable=True) from exc
+
+    async def _settle_draft(
+        self, where: _Target, target: ChatTarget, nonce: str, started: float, reason: str
+    ) -> str:
+        """The draft a post whose answer was lost created, found in the history.
+
+        Raises:
+            DeliveryError: ``maybe_sent``: not found (yet), or the history is unreadable.
+        """
+        since = datetime.fromtimestamp(started, tz=UTC)
+        try:
+            drafts = await self._drafts(where, target.reply_to_message_id, since)
+            for ts, found in drafts.items():
+                if found == nonce:
+                    log.info("settled a draft post's lost answer from the Slack history")
+                    return message_key(where.channel, ts)
+        except _Unsettled as exc:
+            reason = f"{reason}; {exc.reason}"
+        raise DeliveryError(
+            f"{reason}; the draft may have been posted", retryable=False, maybe_sent=True
+        )
+
+    async def _streamed(
+        self, target: _Target, message: OutboundMessage, progress: DeliveryProgress
+    ) -> list[str]:
+        """The ts of the reply's drafts: as recorded, or as the history shows them.
+
+        The history is read when a draft post's outcome was not settled.
+
+        Raises:
+            DeliveryError: the history could not be read.
+        """
+        if not message.stream_unsettled:
+            return [_ts_of(key) for key in message.streamed_ids]
+        ref = parse_key(message.reply_to_message_id)
+        since = datetime.fromtimestamp(float(ref.ts) if ref and ref.ts else 0.0, tz=UTC)
+        try:
+            found = await self._drafts(target, message.reply_to_message_id, since)
+        except _Unsettled as exc:
+            raise progress.failure(
+                f"could not tell from Slack's history which drafts of the reply were posted: "
+                f"{exc.reason}",
+                retryable=exc.retryable,
+            ) from exc
+        log.info(
+            "settled a draft post's outcome from the Slack history",
+            extra={"outbox_id": message.delivery_id, "drafts_found": len(found)},
+        )
+        return sorted(found, key=float)
+
+    async def _drafts(
+        self, target: _Target, reply_to: str | None, since: datetime
+    ) -> dict[str, str]:
+        """Our drafts answering ``reply_to`` in the thread or channel: ts -> nonce.
+
+        Raises:
+            _Unsettled: the history could not be read, or is too long to read through.
+        """
+        method = "conversations.replies" if target.thread_ts else "conversations.history"
+        oldest = f"{since.timestamp() - HISTORY_MARGIN_SECONDS:.6f}"
+        found: dict[str, str] = {}
+        cursor: str | None = None
+        try:
+            identity = await self._identity.get()
+            for _ in range(HISTORY_MAX_PAGES):
+                page = await self._history_page(target, oldest, cursor)
+                for posted in page.get("messages") or []:
+                    nonce = _draft_of(posted, reply_to, identity)
+                    if nonce is not None:
+                        found[str(posted["ts"])] = nonce
+                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+                if not page.get("has_more") or cursor is None:
+                    return found
+        except CALL_FAILURES as exc:
+            failure = call_failure(exc, method)
+            raise _Unsettled(failure.reason, retryable=failure.retryable) from exc
+        raise _Unsettled(
+            f"more than {HISTORY_MAX_PAGES * HISTORY_PAGE_SIZE} messages since", retryable=False
+        )
+
+    async def _finish_draft(
+        self,
+        target: _Target,
+        ts: str,
+        chunks: list[Chunk],
+        index: int,
+        message: OutboundMessage,
+        progress: DeliveryProgress,
+    ) -> None:
+        """Edit a draft into its chunk; an edit may always be made again."""
+        text, plain = chunks[index].mrkdwn, False
+        while True:
+            try:
+                await self._client.chat_update(
+                    channel=target.channel, ts=ts, text=text, metadata=_metadata(message, index)
+                )
+                return
+            except SlackApiError as exc:
+                if exc.response.status_code == 429:
+                    raise progress.failure(
+                        "rate limited editing a draft into the reply",
+                        retryable=True,
+                        retry_after=_retry_after(exc),
+                    ) from exc
+                if error_code(exc) in FORMAT_ERRORS and not plain:
+                    text, plain = escape(chunks[index].plain), True
+                    continue
+                failure = call_failure(exc, "chat.update")
+                raise progress.failure(failure.reason, retryable=failure.retryable) from exc
+            except CALL_FAILURES as exc:
+                failure = call_failure(exc, "chat.update")
+                raise progress.failure(failure.reason, retryable=True) from exc
+
+    async def _delete(self, target: _Target, ts: str) -> None:
+        """Remove a draft the final reply did not need; failures are only logged."""
+        try:
+            await self._client.chat_delete(channel=target.channel, ts=ts)
+        except SlackApiError as exc:
+            if error_code(exc) != "message_not_found":
+                log.warning("a leftover draft could not be deleted: %s", error_code(exc))
+        except CALL_FAILURES:
+            log.warning("a leftover draft could not be deleted", exc_info=True)
 
     async def _post_chunk(
         self,
@@ -313,3 +553,8 @@ class SlackDeliverer(Deliverer):
                 log.info("slack thread status unavailable: %s", error_code(exc))
         except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError):
             log.debug("slack thread status failed", exc_info=True)
+
+
+def _ts_of(key: str) -> str:
+    ref = parse_key(key)
+    return ref.ts if ref is not None and ref.ts is not None else key

@@ -250,3 +250,42 @@ def test_a_streamed_reply_grows_in_place_and_ends_as_safe_markdown(
     expect(draft).to_have_count(0)
     assert page.evaluate("window.pwned") is None
     assert len(polls) == polled, "the page does not poll while its stream is open"
+
+
+STREAMED_REPLY = "Sure. **Steps** to start:\n\n" + " ".join(f"step{n}" for n in range(50))
+
+
+def test_a_worker_reply_streams_into_the_page_then_shows_once(
+    page: Page,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    env = hubbub_env(
+        db_url=sqlite_url, home=tmp_path, fake=fake_llm, llm_timeout=300, streaming="on"
+    )
+    gateway = gateway_factory(settings_from_env(env))
+    fake_llm.stream_tokens_per_second = 5
+    fake_llm.queue_replies(ScriptedReply(content=STREAMED_REPLY))
+    page.goto(f"{gateway.base_url}/?c=browser-worker-stream")
+    page.fill("#text", "how do I start?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.user")).to_have_text("how do I start?")
+    page.wait_for_function("streaming === true", timeout=60_000)
+
+    draft = page.locator(".msg.draft")
+    expect(draft).to_contain_text("step3")
+    partial = draft.inner_text()
+    assert "step49" not in partial, "the page showed the reply before it was complete"
+    expect(draft.locator("strong")).to_have_text("Steps")
+
+    reply = page.locator(".msg.assistant")
+    expect(reply).to_contain_text("step49")
+    expect(draft).to_have_count(0)
+    expect(reply).to_have_count(1)
+    expect(page.locator("#typing")).to_have_text("")
+    assert fake_llm.chat_requests()[0].get("stream") is True
+    page.reload()
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(reply).to_contain_text("step49")
