@@ -1,0 +1,108 @@
+"""Pace discord.py's REST calls with the bot's shared scheduler, learning Discord's buckets.
+
+discord.py keeps its own rate-limit buckets, but only for its process; several workers
+posting as one bot each believe they have the whole budget. So every request also waits
+for a slot in the bot's shared scheduler (:mod:`adapters.pacing`), through an
+``aiohttp.TraceConfig`` that discord.py installs on its HTTP session: one slot in the bot's
+global bucket (50 requests a second) and, for a channel's routes, one in the route's
+bucket for that channel. The route's bucket is the one Discord names
+(``X-RateLimit-Bucket``) once a response told it. A bucket Discord reports spent
+(``X-RateLimit-Remaining: 0``) is held back until its ``X-RateLimit-Reset-After`` for every
+worker, as is a bucket (or, for a global limit, the bot) that answered 429.
+
+A slot too far away fails the request as discord.py's own long 429 does
+(:class:`discord.RateLimited`), before it is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import aiohttp
+import discord
+import yarl
+
+from adapters.pacing import BotPacer, PaceExceeded
+
+_VERSION_PREFIX = re.compile(r"^.*?/api/v\d+")
+MAJOR_RESOURCE = "channels"
+"""Discord buckets a channel's routes per channel (its "major parameter")."""
+
+
+def route_of(method: str, url: yarl.URL) -> tuple[str, str | None]:
+    """The route (``POST /channels/{id}/messages``) and its channel, if it is a channel's."""
+    parts = _VERSION_PREFIX.sub("", url.path).strip("/").split("/")
+    channel = parts[1] if len(parts) > 1 and parts[0] == MAJOR_RESOURCE else None
+    template = "/".join("{id}" if part.isdigit() else part for part in parts)
+    return f"{method} /{template}", channel
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value is not None else 0.0
+    except ValueError:
+        return 0.0
+
+
+class DiscordPacing:
+    """The shared pacing of one discord.py client, as an aiohttp trace."""
+
+    def __init__(self, pacer: BotPacer) -> None:
+        self._pacer = pacer
+        self._buckets: dict[str, str] = {}
+        """Route -> the bucket Discord said it belongs to."""
+
+    def trace(self) -> aiohttp.TraceConfig:
+        """What to pass discord.py as ``http_trace``."""
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(self._start)
+        trace.on_request_end.append(self._end)
+        return trace
+
+    def _bucket_key(self, method: str, url: yarl.URL) -> str | None:
+        route, channel = route_of(method, url)
+        if channel is None:
+            return None
+        return f"{self._buckets.get(route, route)}:{channel}"
+
+    async def _start(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceRequestStartParams,
+    ) -> None:
+        key = self._bucket_key(params.method, params.url)
+        buckets = [self._pacer.bucket("bot")]
+        if key is not None:
+            buckets.append(self._pacer.bucket("route", key))
+        try:
+            await self._pacer.acquire(buckets)
+        except PaceExceeded as exc:
+            raise discord.RateLimited(exc.wait) from exc
+
+    async def _end(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceRequestEndParams,
+    ) -> None:
+        headers = params.response.headers
+        route, channel = route_of(params.method, params.url)
+        named = headers.get("X-RateLimit-Bucket")
+        if named and channel is not None:
+            self._buckets[route] = named
+        key = self._bucket_key(params.method, params.url)
+        reset_after = _seconds(headers.get("X-RateLimit-Reset-After"))
+        if params.response.status == 429:
+            wait = reset_after or _seconds(headers.get("Retry-After"))
+            is_global = (
+                headers.get("X-RateLimit-Global", "").lower() == "true"
+                or headers.get("X-RateLimit-Scope") == "global"
+            )
+            if is_global or key is None:
+                await self._pacer.rate_limited([self._pacer.key("bot")], wait)
+            else:
+                await self._pacer.rate_limited([self._pacer.key("route", key)], wait)
+        elif key is not None and headers.get("X-RateLimit-Remaining") == "0":
+            await self._pacer.rate_limited([self._pacer.key("route", key)], reset_after)
