@@ -14,12 +14,14 @@ from telegram.error import BadRequest, Conflict, InvalidToken
 
 from adapters.base import RETRY_LATER_SECONDS, BotConfig, DeliveryError, WebhookVerificationError
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
+from adapters.pacing import LocalScheduler
 from adapters.telegram import TelegramDeliverer, create_webhook
 from adapters.telegram import inbound as inbound_module
 from adapters.telegram.options import receive_options
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
 from adapters.telegram.webhook import TelegramWebhook
+from tests.fixtures.pacing import paced
 from tests.fixtures.platform_servers.telegram import (
     TOKEN,
     FakeTelegram,
@@ -63,7 +65,13 @@ def fresh(update: dict[str, Any]) -> dict[str, Any]:
 
 
 def bot_config(fake: FakeTelegram, **extra: Any) -> BotConfig:
-    return BotConfig(platform="telegram", token=TOKEN, api_base=fake.api_base, extra=extra)
+    return BotConfig(
+        platform="telegram",
+        token=TOKEN,
+        api_base=fake.api_base,
+        extra=extra,
+        pacing=paced("telegram"),
+    )
 
 
 def reply(text: str, chat_id: str = "111111111", **kw: Any) -> OutboundMessage:
@@ -198,6 +206,12 @@ class TestDelivery:
         error = caught.value
         assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, False, 1)
         assert error.delivered_ids == (f"111111111:{first['_message_id']}",)
+        with pytest.raises(DeliveryError, match="after 1 of 2 chunks"):
+            await deliverer.deliver(
+                reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
+            )
+        assert len(telegram.calls("sendMessage")) == 2, "the chat is held back: nothing sent"
+        deliverer.pacer.scheduler = LocalScheduler()  # the retry comes after Telegram's 300 s
         ids = await deliverer.deliver(
             reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
         )
