@@ -512,9 +512,8 @@ class BotPacer:
         await self.scheduler.block(keys, retry_after)
 
     async def close(self) -> None:
-        """Release the scheduler's connections."""
-        if self.scheduler is not LOCAL:
-            await self.scheduler.close()
+        """Release the scheduler's connections (the in-process one holds none)."""
+        await self.scheduler.close()
 
 
 async def waiting_at_most(seconds: float, call: Awaitable[T]) -> T:

@@ -16,6 +16,7 @@ A slot too far away fails the request as discord.py's own long 429 does
 
 from __future__ import annotations
 
+import logging
 import re
 from types import SimpleNamespace
 
@@ -24,6 +25,8 @@ import discord
 import yarl
 
 from adapters.pacing import BotPacer, PaceExceeded
+
+log = logging.getLogger(__name__)
 
 _VERSION_PREFIX = re.compile(r"^.*?/api/v\d+")
 MAJOR_RESOURCE = "channels"
@@ -50,8 +53,6 @@ class DiscordPacing:
 
     def __init__(self, pacer: BotPacer) -> None:
         self._pacer = pacer
-        self._buckets: dict[str, str] = {}
-        """Route -> the bucket Discord said it belongs to."""
 
     def trace(self) -> aiohttp.TraceConfig:
         """What to pass discord.py as ``http_trace``."""
@@ -60,11 +61,10 @@ class DiscordPacing:
         trace.on_request_end.append(self._end)
         return trace
 
-    def _bucket_key(self, method: str, url: yarl.URL) -> str | None:
+    @staticmethod
+    def _bucket_key(method: str, url: yarl.URL) -> str | None:
         route, channel = route_of(method, url)
-        if channel is None:
-            return None
-        return f"{self._buckets.get(route, route)}:{channel}"
+        return None if channel is None else f"{route}:{channel}"
 
     async def _start(
         self,
@@ -88,10 +88,6 @@ class DiscordPacing:
         params: aiohttp.TraceRequestEndParams,
     ) -> None:
         headers = params.response.headers
-        route, channel = route_of(params.method, params.url)
-        named = headers.get("X-RateLimit-Bucket")
-        if named and channel is not None:
-            self._buckets[route] = named
         key = self._bucket_key(params.method, params.url)
         reset_after = _seconds(headers.get("X-RateLimit-Reset-After"))
         if params.response.status == 429:
@@ -99,6 +95,10 @@ class DiscordPacing:
             is_global = (
                 headers.get("X-RateLimit-Global", "").lower() == "true"
                 or headers.get("X-RateLimit-Scope") == "global"
+            )
+            log.info(
+                "Discord rate limit",
+                extra={"bucket": headers.get("X-RateLimit-Bucket"), "global": is_global},
             )
             if is_global or key is None:
                 await self._pacer.rate_limited([self._pacer.key("bot")], wait)
