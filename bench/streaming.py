@@ -3,8 +3,9 @@
 One embedded gateway (``hubbub up`` in-process, SQLite) serves one bot; ``--chats``
 private chats (default 20) each ask at once, and the fake provider streams every answer
 at ``--tokens-per-second`` (default 30; one word is one token). The fake Bot API enforces
-flood control of one post or edit per chat per second and answers anything faster with a
-429, so "429s seen" counts what the default edit interval would trip.
+Telegram's flood control on posts and edits (30 a second per bot, one a second per chat:
+:mod:`tests.fixtures.platform_servers.flood`) and answers anything faster with a 429, so
+"429s seen" counts what the default edit interval and pacing would trip.
 
 Per reply: time from the update being queued to the first draft message (first visible
 text) and to the final formatted edit, and how many edits it took. Discord and Slack
@@ -40,8 +41,6 @@ from tests.fixtures.platform_servers.telegram import (
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env, wait_until
 
 FIRST_CHAT = 5_300_000
-FLOOD_INTERVAL_SECONDS = 1.0
-"""Telegram's flood control per chat, as the fake enforces it."""
 
 
 def _update(chat: int, number: int) -> dict[str, Any]:
@@ -82,7 +81,6 @@ def bench_telegram(
     ):
         llm.stream_tokens_per_second = tokens_per_second
         llm.reply = lambda body: reply
-        fake.chat_interval = FLOOD_INTERVAL_SECONDS
         db = Path(home) / "hubbub.db"
         upgrade_to_head(f"sqlite:///{db}")
         env = hubbub_env(
