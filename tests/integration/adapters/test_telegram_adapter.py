@@ -14,14 +14,13 @@ from telegram.error import BadRequest, Conflict, InvalidToken
 
 from adapters.base import RETRY_LATER_SECONDS, BotConfig, DeliveryError, WebhookVerificationError
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
-from adapters.pacing import LocalScheduler
 from adapters.telegram import TelegramDeliverer, create_webhook
 from adapters.telegram import inbound as inbound_module
 from adapters.telegram.options import receive_options
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
 from adapters.telegram.webhook import TelegramWebhook
-from tests.fixtures.pacing import paced
+from tests.fixtures.pacing import LocalPacing, paced
 from tests.fixtures.platform_servers.telegram import (
     TOKEN,
     FakeTelegram,
@@ -197,7 +196,11 @@ class TestDelivery:
         assert sleeps == []
 
     async def test_a_refusal_after_a_chunk_went_out_says_what_was_delivered(
-        self, telegram: FakeTelegram, deliverer: TelegramDeliverer, sleeps: list[float]
+        self,
+        telegram: FakeTelegram,
+        deliverer: TelegramDeliverer,
+        sleeps: list[float],
+        local_pacing: LocalPacing,
     ) -> None:
         telegram.fail_next("sendMessage", None, TelegramFailure.rate_limited(300))
         with pytest.raises(DeliveryError, match="after 1 of 2 chunks") as caught:
@@ -211,7 +214,7 @@ class TestDelivery:
                 reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
             )
         assert len(telegram.calls("sendMessage")) == 2, "the chat is held back: nothing sent"
-        deliverer.pacer.scheduler = LocalScheduler()  # the retry comes after Telegram's 300 s
+        local_pacing.advance(300)  # the retry comes after Telegram's 300 s
         ids = await deliverer.deliver(
             reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
         )
