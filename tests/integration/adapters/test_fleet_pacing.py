@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from adapters.base import BotConfig, Deliverer
+from adapters.base import BotConfig, Deliverer, DeliveryError
 from adapters.discord import DiscordDeliverer
-from adapters.messages import OutboundMessage
-from adapters.pacing import LocalScheduler, PacingConfig, Rate
+from adapters.messages import ChatTarget, OutboundMessage
+from adapters.pacing import LocalScheduler, PacingConfig, Rate, waiting_at_most
 from adapters.slack import SlackDeliverer
 from adapters.telegram import TelegramDeliverer
+from agent_core.config import DRAFT_MAX_WAIT_SECONDS
 from tests.fixtures.pacing import paced
 from tests.fixtures.platform_servers.discord import DM_ID, FakeDiscord
 from tests.fixtures.platform_servers.flood import Window
@@ -235,3 +236,22 @@ async def test_two_slack_workers_share_a_channels_rate(
     assert sorted(p["text"] for p in fake_slack.posted("C0GENERAL")) == sorted(
         r.text for r in replies
     )
+
+
+async def test_a_streamed_draft_counts_against_the_same_buckets_and_waits_briefly(
+    telegram: FakeTelegram, workers: Callable[[PacingConfig], Any], redis_url: str
+) -> None:
+    first, second = (
+        await workers(telegram_pacing(redis_url)),
+        await workers(telegram_pacing(redis_url)),
+    )
+    await deliver_all([first], [telegram_reply(f"group {i}", GROUP) for i in range(3)])
+    posted = len(telegram.calls("sendMessage"))
+    target = ChatTarget(platform="telegram", chat_id=GROUP, chat_type="group")
+    with pytest.raises(DeliveryError) as caught:
+        await waiting_at_most(DRAFT_MAX_WAIT_SECONDS, second.post_draft(target, "drafting"))
+    assert caught.value.retryable
+    assert caught.value.retry_after is not None
+    assert caught.value.retry_after > DRAFT_MAX_WAIT_SECONDS, "the group's window is full"
+    assert len(telegram.calls("sendMessage")) == posted, "nothing was sent"
+    assert telegram.rate_limited == 0
