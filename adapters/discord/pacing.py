@@ -17,14 +17,16 @@ A slot too far away fails the request as discord.py's own long 429 does
 from __future__ import annotations
 
 import logging
+import math
 import re
+from collections.abc import Mapping
 from types import SimpleNamespace
 
 import aiohttp
 import discord
 import yarl
 
-from adapters.pacing import BotPacer, PaceExceeded
+from adapters.pacing import BotPacer, Bucket, PaceExceeded, Rate
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ class DiscordPacing:
 
     def __init__(self, pacer: BotPacer) -> None:
         self._pacer = pacer
+        self._learned: dict[str, Rate] = {}
+        """Route -> the limit Discord's headers gave for it."""
 
     def trace(self) -> aiohttp.TraceConfig:
         """What to pass discord.py as ``http_trace``."""
@@ -66,16 +70,32 @@ class DiscordPacing:
         route, channel = route_of(method, url)
         return None if channel is None else f"{route}:{channel}"
 
+    def _route_bucket(self, method: str, url: yarl.URL) -> Bucket | None:
+        key = self._bucket_key(method, url)
+        default = self._pacer.bucket("route", key)
+        if key is None or default is None:
+            return None
+        learned = self._learned.get(route_of(method, url)[0])
+        return default if learned is None else Bucket(default.key, learned)
+
+    def _learn(self, method: str, url: yarl.URL, headers: Mapping[str, str]) -> None:
+        """A window's first call tells its limit: ``Limit`` calls in ``Reset-After`` s."""
+        try:
+            limit = int(headers.get("X-RateLimit-Limit", ""))
+            remaining = int(headers.get("X-RateLimit-Remaining", ""))
+        except ValueError:
+            return
+        window = _seconds(headers.get("X-RateLimit-Reset-After"))
+        if limit >= 1 and remaining == limit - 1 and window > 0:
+            self._learned[route_of(method, url)[0]] = Rate(limit, math.ceil(window * 10) / 10)
+
     async def _start(
         self,
         session: aiohttp.ClientSession,
         context: SimpleNamespace,
         params: aiohttp.TraceRequestStartParams,
     ) -> None:
-        key = self._bucket_key(params.method, params.url)
-        buckets = [self._pacer.bucket("bot")]
-        if key is not None:
-            buckets.append(self._pacer.bucket("route", key))
+        buckets = [self._pacer.bucket("bot"), self._route_bucket(params.method, params.url)]
         try:
             await self._pacer.acquire(buckets)
         except PaceExceeded as exc:
@@ -104,5 +124,7 @@ class DiscordPacing:
                 await self._pacer.rate_limited([self._pacer.key("bot")], wait)
             else:
                 await self._pacer.rate_limited([self._pacer.key("route", key)], wait)
-        elif key is not None and headers.get("X-RateLimit-Remaining") == "0":
+            return
+        self._learn(params.method, params.url, headers)
+        if key is not None and headers.get("X-RateLimit-Remaining") == "0":
             await self._pacer.rate_limited([self._pacer.key("route", key)], reset_after)
