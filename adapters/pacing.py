@@ -4,7 +4,7 @@ A platform limits a bot per bot, per chat, per route or method; several workers 
 one bot each know only their own calls. So every paced call first reserves a slot in a
 scheduler shared through Redis (one per bot, whichever process asks), or in this process
 in the embedded mode: a slot in *every* bucket the call counts against (the bot, the chat,
-the group, the route), atomically, in the order asked.
+the group, the route), all at once and atomically.
 
 A bucket allows ``count`` calls in any window of ``seconds`` (a sliding window: bursts up
 to ``count``, then one call per freed place). A 429 from the platform blocks the buckets
@@ -55,6 +55,8 @@ OFF = "off"
 
 max_wait_override: ContextVar[float | None] = ContextVar("pacing_max_wait", default=None)
 """A shorter maximum wait for the calls made in this context (streamed drafts)."""
+wait_budget: ContextVar[list[float] | None] = ContextVar("pacing_wait_budget", default=None)
+"""Seconds the calls made in this context may still wait in all (one delivery's chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,9 +500,14 @@ class BotPacer:
             return
         override = max_wait_override.get()
         max_wait = self.config.max_wait_seconds if override is None else override
+        budget = wait_budget.get()
+        if budget is not None:
+            max_wait = min(max_wait, budget[0])
         reservation = await self.scheduler.reserve(wanted, max_wait)
         if not reservation.granted:
             raise PaceExceeded(reservation.wait)
+        if budget is not None:
+            budget[0] -= reservation.wait
         if reservation.wait > 0:
             await self._sleep(reservation.wait)
 
@@ -514,6 +521,19 @@ class BotPacer:
     async def close(self) -> None:
         """Release the scheduler's connections (the in-process one holds none)."""
         await self.scheduler.close()
+
+
+async def waiting_in_all_at_most(seconds: float, call: Awaitable[T]) -> T:
+    """Await ``call`` with all its platform calls together waiting at most ``seconds``.
+
+    A delivery's send has a time limit, and a send cut off by it may have reached the
+    platform: bounding the waits keeps them from ever becoming that timeout.
+    """
+    token = wait_budget.set([seconds])
+    try:
+        return await call
+    finally:
+        wait_budget.reset(token)
 
 
 async def waiting_at_most(seconds: float, call: Awaitable[T]) -> T:

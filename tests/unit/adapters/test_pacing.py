@@ -18,6 +18,7 @@ from adapters.pacing import (
     fits,
     parse_limits,
     waiting_at_most,
+    waiting_in_all_at_most,
 )
 
 pytestmark = pytest.mark.anyio
@@ -153,3 +154,29 @@ async def test_a_shorter_bound_applies_to_the_calls_made_under_it() -> None:
     await pacer.acquire([chat])
     with pytest.raises(PaceExceeded):
         await waiting_at_most(0.5, pacer.acquire([chat]))
+
+
+async def test_a_delivery_waits_in_all_at_most_its_budget() -> None:
+    clock = Clock()
+
+    async def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    pacer = BotPacer(
+        PacingConfig(limits={"chat": PER_SECOND}, max_wait_seconds=10),
+        "telegram:x",
+        scheduler=LocalScheduler(clock),
+        sleep=sleep,
+    )
+    chat = pacer.bucket("chat", "42")
+
+    async def three_chunks_at_once() -> None:
+        await pacer.acquire([chat])
+        await pacer.acquire([chat])
+        await pacer.acquire([chat])
+
+    await pacer.acquire([chat])
+    # Each chunk waits a second: the budget holds two of them, not three.
+    with pytest.raises(PaceExceeded):
+        await waiting_in_all_at_most(2.5, three_chunks_at_once())
+    await waiting_in_all_at_most(10, three_chunks_at_once())
