@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
+from adapters.pacing import BotPacer, PacingConfig, bot_scope
 
 InboundSink = Callable[[InboundMessage], Awaitable[None]]
 """Where adapters hand what they receive: stores it durably and schedules its turn.
@@ -80,6 +81,9 @@ class BotConfig:
         if self.live_allowlist is not None:
             return await self.live_allowlist()
         return Allowlist(self.allow_users, self.allow_chats)
+    pacing: PacingConfig = field(default_factory=PacingConfig)
+    """The platform's rate limits for this bot, and where they are shared (unpaced when
+    the config is built without settings)."""
 
 
 class AdapterError(Exception):
@@ -217,6 +221,10 @@ class Deliverer(ABC):
 
     def __init__(self, config: BotConfig) -> None:
         self.config = config
+        self.pacer = BotPacer(config.pacing, bot_scope(config.platform, config.token))
+        """The bot's share of the fleet-wide rate limits: the platform client a deliverer
+        builds asks it before every call (``adapters/<platform>/pacing.py``), so replies
+        and streamed drafts count against the same buckets."""
 
     async def initialize(self) -> None:  # noqa: B027 (optional hook)
         """Open clients; the default does nothing."""
@@ -254,7 +262,10 @@ class Deliverer(ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.shutdown()
+        try:
+            await self.shutdown()
+        finally:
+            await self.pacer.close()
 
 
 RETRY_LATER_SECONDS = 5

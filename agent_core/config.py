@@ -7,6 +7,7 @@ reads the environment itself.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -130,6 +131,28 @@ DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS = 1.0
 """Slack posts at most about 1 message/s per channel; ``chat.update`` counts the same."""
 DEFAULT_STREAM_EDIT_INTERVAL_WEBCHAT_SECONDS = 0.25
 """Web chat drafts cost no platform call, only a feed event and a re-render of the page."""
+
+# Fleet-wide platform rate limits (issue 13 §5): ``limits`` notation, ``off`` for none.
+DEFAULT_PLATFORM_LIMITS: dict[str, dict[str, str]] = {
+    "telegram": {"bot": "30/second", "chat": "1/second", "group": "20/minute"},
+    "discord": {"bot": "50/second", "route": "5/5 seconds"},
+    "slack": {
+        "channel": "1/second",
+        "chat.update": "50/minute",
+        "chat.delete": "50/minute",
+        "conversations.history": "50/minute",
+        "conversations.replies": "50/minute",
+    },
+}
+"""Per bot (Telegram ``bot``, Discord's global ``bot``), per chat (``chat``, Slack's
+``channel``), per group chat (``group``), per route and channel (Discord's ``route``, for
+routes whose bucket it has not named yet), per Slack method by its tier."""
+DEFAULT_PLATFORM_MAX_WAIT_SECONDS = 10.0
+"""Longest a platform call waits for its slot; past it the call fails as retryable, unsent
+(a delivery retries later). Short enough that a reply's chunks stay within its send time."""
+DRAFT_MAX_WAIT_SECONDS = 1.0
+"""Streamed drafts wait less: a draft that must wait longer is skipped until the next
+interval (its text goes out with a later edit)."""
 
 # Images (issue 13 §4) ---------------------------------------------------------------------
 DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024
@@ -451,6 +474,13 @@ class Settings(BaseSettings):
     stream_edit_interval_slack: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_SLACK_SECONDS, gt=0)
     stream_edit_interval_webchat: float = Field(DEFAULT_STREAM_EDIT_INTERVAL_WEBCHAT_SECONDS, gt=0)
     """Seconds between the drafts a web chat page is sent of one streamed reply."""
+    # Fleet-wide platform rate limits (issue 13 §5).
+    platform_limits: dict[str, dict[str, str]] = Field(
+        default_factory=lambda: copy.deepcopy(DEFAULT_PLATFORM_LIMITS)
+    )
+    """Overrides of :data:`DEFAULT_PLATFORM_LIMITS`, as JSON: ``{"telegram": {"group":
+    "10/minute"}}`` changes that one limit and keeps the others."""
+    platform_max_wait_seconds: float = Field(DEFAULT_PLATFORM_MAX_WAIT_SECONDS, ge=0, le=60)
 
     otel_exporter_otlp_endpoint: str | None = Field(
         None,
@@ -528,6 +558,30 @@ class Settings(BaseSettings):
                 "'10/minute;100/hour' (or 'off')"
             ) from None
         return value
+
+    @field_validator("platform_limits")
+    @classmethod
+    def _platform_limits(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        merged = copy.deepcopy(DEFAULT_PLATFORM_LIMITS)
+        for platform, overrides in value.items():
+            if platform not in merged:
+                raise ValueError(
+                    f"HUBBUB_PLATFORM_LIMITS: no rate limits for platform {platform!r} "
+                    f"(known: {', '.join(sorted(merged))})"
+                )
+            for name, text in overrides.items():
+                if text.strip() != "off":
+                    try:
+                        item = limits.parse(text)
+                    except ValueError:
+                        item = None
+                    if item is None or item.amount < 1:
+                        raise ValueError(
+                            f"HUBBUB_PLATFORM_LIMITS: {platform}.{name} = {text!r} is not a "
+                            "rate: write e.g. '1/second', '20/minute', '5/5 seconds' or 'off'"
+                        )
+                merged[platform][name] = text.strip()
+        return merged
 
     @field_validator("compression_in_place")
     @classmethod

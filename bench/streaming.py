@@ -4,9 +4,10 @@ One embedded gateway (``hubbub up`` in-process, SQLite) serves one bot; ``--chat
 private chats (default 20) each ask at once, and the fake provider streams every answer
 at ``--tokens-per-second`` (default 30; one word is one token). Each fake platform
 enforces its flood control and answers anything faster with a 429, so "429s seen" counts
-what the default edit interval would trip: Telegram one post or edit per chat per second,
-Discord 5 posts or edits per channel per 5 s, Slack one post or update per channel per
-second. The web chat has no platform: its drafts are the page's Server-Sent Events, read
+what the default edit interval and the fleet-wide pacing would trip
+(:mod:`tests.fixtures.platform_servers.flood`): Telegram 30 calls a second per bot and one
+per chat, Discord 5 posts and 5 edits per channel per 5 s, Slack one post or update per
+channel per second. The web chat has no platform: its drafts are the page's Server-Sent Events, read
 here from ``GET /api/webchat/{id}/events`` as a page would.
 
 Per reply: time from the message being handed to the gateway to the first draft (first
@@ -53,13 +54,7 @@ from tests.fixtures.platform_servers.telegram import (
 from tests.fixtures.services import GatewayServer, hubbub_env, settings_from_env, wait_until
 
 FIRST_CHAT = 5_300_000
-FLOOD_INTERVAL_SECONDS = 1.0
-"""Telegram's flood control per chat, as the fake enforces it."""
 FIRST_DISCORD_CHANNEL = 1_390_000_000_000_000_000
-DISCORD_BUCKET = (5, 5.0)
-"""Discord's per-channel bucket for message posts and edits."""
-SLACK_BUCKET = (1, 1.0)
-"""Slack's "about one message per second per channel" (``chat.update`` counts too)."""
 
 
 def _update(chat: int, number: int) -> dict[str, Any]:
@@ -104,7 +99,6 @@ def bench_telegram(
     ):
         llm.stream_tokens_per_second = tokens_per_second
         llm.reply = lambda body: reply
-        fake.chat_interval = FLOOD_INTERVAL_SECONDS
         db = Path(home) / "hubbub.db"
         upgrade_to_head(f"sqlite:///{db}")
         env = hubbub_env(
@@ -212,7 +206,6 @@ def bench_discord(
     ):
         llm.stream_tokens_per_second = tokens_per_second
         llm.reply = lambda body: reply
-        fake.channel_bucket = DISCORD_BUCKET
         channels = [str(FIRST_DISCORD_CHANNEL + n) for n in range(chats)]
         for channel in channels:
             fake.add_dm_channel(channel)
@@ -253,7 +246,7 @@ def bench_discord(
             interval,
             (chats, tokens_per_second, words),
             (first, done, edits, posts),
-            fake.rate_limited,
+            fake.flood.refused,
         )
 
 
@@ -268,7 +261,6 @@ def bench_slack(chats: int, tokens_per_second: float, words: int, timeout: float
     ):
         llm.stream_tokens_per_second = tokens_per_second
         llm.reply = lambda body: reply
-        fake.channel_bucket = SLACK_BUCKET
         env = _env(
             home,
             llm,
@@ -327,7 +319,7 @@ def bench_slack(chats: int, tokens_per_second: float, words: int, timeout: float
             interval,
             (chats, tokens_per_second, words),
             (first, done, edits, posts),
-            fake.rate_limited,
+            fake.flood.refused,
         )
 
 

@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.fixtures.browser",
     "tests.fixtures.database",
     "tests.fixtures.llm",
+    "tests.fixtures.pacing",
     "tests.fixtures.redis",
     "tests.fixtures.services",
     "tests.fixtures.restartable",

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import BotConfig
+from adapters.pacing import PacingConfig, parse_limits
 from adapters.webchat.deliverer import FEED_URL
 from agent_core.config import Settings
 from agent_core.crypto import CredentialBox
@@ -49,6 +50,15 @@ def _secret(value: Any) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
+def pacing_config(settings: Settings, platform: str) -> PacingConfig:
+    """How ``platform``'s bots are paced: its limits, shared through Redis when there is one."""
+    return PacingConfig(
+        limits=parse_limits(settings.platform_limits.get(platform, {})),
+        max_wait_seconds=settings.platform_max_wait_seconds,
+        redis_url=settings.redis_url,
+    )
+
+
 def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
     """The environment-configured bot of ``platform``, or ``None`` when it has no credentials."""
     common: dict[str, Any] = {
@@ -60,6 +70,7 @@ def env_bot_config(settings: Settings, platform: str) -> BotConfig | None:
         "allow_chats": frozenset(settings.allow_chats),
         "answer_bots": settings.answer_bots,
         "image_max_bytes": settings.image_max_bytes,
+        "pacing": pacing_config(settings, platform),
     }
     if platform == "webchat":
         return BotConfig(**common, extra={FEED_URL: settings.redis_url})
@@ -221,6 +232,7 @@ class BotDirectory:
             allow_users=frozenset(options.pop("allow_users", None) or tenant.allow_users or ()),
             allow_chats=frozenset(options.pop("allow_chats", None) or tenant.allow_chats or ()),
             extra={**options, **secrets},
+            pacing=pacing_config(self._settings, bot.platform),
         )
 
 

@@ -29,6 +29,7 @@ from tenacity import (
 
 from adapters.base import Deliverer, DeliveryError, DraftEditor
 from adapters.messages import ChatTarget, OutboundMessage
+from adapters.pacing import waiting_in_all_at_most
 from adapters.registry import create_deliverer
 from adapters.webchat.deliverer import WebchatDeliverer
 from agent_core import tracing
@@ -52,6 +53,11 @@ T = TypeVar("T")
 
 CLAIM_SECONDS = 120.0
 SEND_TIMEOUT_SECONDS = 100.0
+PACING_BUDGET_SECONDS = 30.0
+"""Most one delivery waits for rate-limit slots in all; with a deliverer's own budget for
+waiting out 429s (at most 45 s) it stays inside ``SEND_TIMEOUT_SECONDS``, so pacing never
+turns a send into a timeout (whose outcome would be unknown): past it the send fails as
+retryable, unsent."""
 RETRY_BASE_SECONDS = 2.0
 RETRY_MAX_SECONDS = 300.0
 TYPING_TIMEOUT_SECONDS = 5.0
@@ -161,8 +167,9 @@ class DeliveryService:
             self._after_failure(claim, self._nothing_new(claim, exc, maybe_sent=False))
             return False
         try:
+            outbound = _outbound(claim, deliverer.config.bot_name, streamed)
             ids = loop.run(
-                deliverer.deliver(_outbound(claim, deliverer.config.bot_name, streamed)),
+                waiting_in_all_at_most(PACING_BUDGET_SECONDS, deliverer.deliver(outbound)),
                 timeout=SEND_TIMEOUT_SECONDS,
             )
         except DeliveryError as exc:

@@ -3,7 +3,9 @@
 The agent hands the reply's text so far to a :class:`DraftStreamer` (the turn's
 ``on_text``); the streamer asks a :class:`~workers.drafts.DraftCoalescer` which call to
 make and makes it through the bot's deliverer (:class:`adapters.base.DraftEditor`: the
-same object, and so the same rate limits, as every other platform call of the bot).
+same object, and so the same rate limits, as every other platform call of the bot; a
+draft waits at most ``DRAFT_MAX_WAIT_SECONDS`` for its slot, else it is held back as by a
+429 and its text goes out with a later call).
 
 Exactly once: before a new draft message is posted, the outbox's ``reply_streams`` row
 says a post is under way (durable); its id is recorded right after, before any edit of it.
@@ -30,7 +32,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import DeliveryError, DraftEditor
 from adapters.messages import ChatTarget
-from agent_core.config import Settings
+from adapters.pacing import waiting_at_most
+from agent_core.config import DRAFT_MAX_WAIT_SECONDS, Settings
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.outbox.repository import OutboxRepository
@@ -169,7 +172,10 @@ class DraftStreamer:
             return
         try:
             message_id = self._loop.run(
-                self._editor.post_draft(target.chat, call.text), timeout=DRAFT_CALL_TIMEOUT_SECONDS
+                waiting_at_most(
+                    DRAFT_MAX_WAIT_SECONDS, self._editor.post_draft(target.chat, call.text)
+                ),
+                timeout=DRAFT_CALL_TIMEOUT_SECONDS,
             )
         except DeliveryError as exc:
             if exc.maybe_sent:
@@ -192,7 +198,10 @@ class DraftStreamer:
     def _edit(self, coalescer: DraftCoalescer, call: DraftCall) -> None:
         try:
             self._loop.run(
-                self._editor.edit_draft(self._target.chat, self._ids[call.part], call.text),
+                waiting_at_most(
+                    DRAFT_MAX_WAIT_SECONDS,
+                    self._editor.edit_draft(self._target.chat, self._ids[call.part], call.text),
+                ),
                 timeout=DRAFT_CALL_TIMEOUT_SECONDS,
             )
         except DeliveryError as exc:

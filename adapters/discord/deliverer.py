@@ -14,7 +14,7 @@ message it created before instead of creating another. A post whose answer was l
 but only while Discord still remembers the nonce ("the past few minutes" in its docs:
 :data:`NONCE_WINDOW_SECONDS`); after that the outcome is unknown and nothing is resent.
 429s are waited out in place (up to 30 s each); a later attempt starts after the parts
-Discord is known to have.
+Discord is known to have. Every request is also paced fleet-wide (:mod:`adapters.discord.pacing`).
 
 Streaming (:class:`~adapters.base.DraftEditor`, see :mod:`workers.streaming`): a draft is
 posted like a part (with a fresh nonce, so a post whose answer was lost is settled by
@@ -55,6 +55,7 @@ from adapters.discord.errors import (
 from adapters.discord.formatting import to_literal_text
 from adapters.discord.ids import message_snowflake
 from adapters.discord.indicator import TypingIndicators
+from adapters.discord.pacing import DiscordPacing
 from adapters.messages import ChatTarget, OutboundMessage
 
 log = logging.getLogger(__name__)
@@ -314,6 +315,7 @@ class DiscordDeliverer(Deliverer, DraftEditor):
                 # No gateway connection; guilds only keeps discord.py's state from warning.
                 intents=discord.Intents(guilds=True),
                 max_ratelimit_timeout=MAX_RATE_LIMIT_WAIT_SECONDS,
+                http_trace=DiscordPacing(self.pacer).trace(),
             )
             try:
                 await client.login(self._token)

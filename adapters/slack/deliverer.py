@@ -197,7 +197,9 @@ class SlackDeliverer(Deliverer, DraftEditor):
     ) -> None:
         super().__init__(config)
         self._settings = SlackSettings.from_config(config)
-        self._client = self._settings.web_client(timeout=timeout or self.api_timeout_seconds)
+        self._client = self._settings.web_client(
+            timeout=timeout or self.api_timeout_seconds, pacer=self.pacer
+        )
         self._identity = IdentityCache(self._client)
         self._sleep = sleep
         self._limit = limit

@@ -13,6 +13,8 @@ from enum import StrEnum
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import BotConfig
+from adapters.pacing import BotPacer
+from adapters.slack.pacing import PacedWebClient
 
 DEFAULT_API_BASE = "https://slack.com/api/"
 SIGNING_SECRET_KEY = "signing_secret"  # noqa: S105 (a dictionary key, not a secret)
@@ -68,15 +70,20 @@ class SlackSettings:
             return ReceiveMode.EVENTS_API
         return None
 
-    def web_client(self, *, timeout: float, with_token: bool = True) -> AsyncWebClient:
-        """A Web API client for this bot.
+    def web_client(
+        self, *, timeout: float, with_token: bool = True, pacer: BotPacer | None = None
+    ) -> AsyncWebClient:
+        """A Web API client for this bot, paced by ``pacer`` when given (deliverers).
 
         It has no retry handlers: slack_sdk's default one resends after a dropped
         connection, which could post a message twice; callers decide what to retry.
         """
-        return AsyncWebClient(
-            token=self.token if with_token else None,
-            base_url=self.api_base,
-            timeout=int(max(1, round(timeout))),
-            retry_handlers=[],
+        token = self.token if with_token else None
+        seconds = int(max(1, round(timeout)))
+        if pacer is None:
+            return AsyncWebClient(
+                token=token, base_url=self.api_base, timeout=seconds, retry_handlers=[]
+            )
+        return PacedWebClient(
+            pacer, token=token, base_url=self.api_base, timeout=seconds, retry_handlers=[]
         )

@@ -108,7 +108,7 @@ class TelegramDeliverer(Deliverer, DraftEditor):
 
     def __init__(self, config: BotConfig) -> None:
         super().__init__(config)
-        self._bot = build_bot(config)
+        self._bot = build_bot(config, pacer=self.pacer)
         self._typing: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     async def initialize(self) -> None:

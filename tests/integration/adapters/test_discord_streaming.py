@@ -2,7 +2,7 @@
 
 The fake provider streams its answer over SSE at a set pace; the fake Discord records every
 post and edit of the bot's messages and what each message shows now, and enforces Discord's
-per-channel bucket (5 posts or edits per 5 s), so a reply streamed too fast shows as 429s.
+per-channel buckets (5 posts and 5 edits per 5 s), so a reply streamed too fast shows as 429s.
 """
 
 from __future__ import annotations
@@ -109,7 +109,6 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
     fake: FakeDiscord,
     gateway_factory: Callable[..., GatewayServer],
 ) -> None:
-    fake.channel_bucket = (5, 5.0)
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="on")
@@ -127,7 +126,7 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
     assert all(REPLY.startswith(text) for text in [_draft_text(draft.content), *growing])
     assert [e["content"] for e in edits].count(final[0]) == 1, "the final text exactly once"
     assert edits[-1]["content"] == final[0]
-    assert fake.rate_limited == 0, "the default interval stays inside Discord's bucket"
+    assert fake.flood.refused == 0, "the default interval stays inside Discord's bucket"
 
 
 def test_a_reply_past_the_limit_continues_in_the_next_message(

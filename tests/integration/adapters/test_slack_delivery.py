@@ -8,10 +8,12 @@ import pytest
 
 from adapters.base import BotConfig, DeliveryError
 from adapters.messages import ChatTarget, OutboundMessage
+from adapters.pacing import PacingConfig
 from adapters.slack import SlackDeliverer
 from adapters.slack.chunks import MAX_MESSAGE_CHARS
 from adapters.slack.deliverer import RATE_LIMIT_BUDGET_SECONDS, TYPING_STATUS
 from adapters.slack.mrkdwn import to_mrkdwn
+from tests.fixtures.pacing import paced
 from tests.fixtures.platform_servers.slack import (
     BOT_TOKEN,
     FakeSlack,
@@ -37,9 +39,15 @@ def sleeps() -> Sleeps:
     return Sleeps()
 
 
-def make_deliverer(api_base: str, sleeps: Sleeps) -> SlackDeliverer:
+def make_deliverer(
+    api_base: str, sleeps: Sleeps, pacing: PacingConfig | None = None
+) -> SlackDeliverer:
+    config = BotConfig(
+        platform="slack", token=BOT_TOKEN, api_base=api_base, pacing=pacing or paced("slack")
+    )
     return SlackDeliverer(
-        BotConfig(platform="slack", token=BOT_TOKEN, api_base=api_base), sleep=sleeps
+        config,
+        sleep=sleeps,
     )
 
 
@@ -190,8 +198,12 @@ class TestRateLimits:
         assert fake_slack.posted() == []
 
     async def test_429s_past_the_budget_after_a_chunk_went_out_resume_after_it(
-        self, deliverer: SlackDeliverer, fake_slack: FakeSlack, sleeps: Sleeps
+        self, fake_slack: FakeSlack, sleeps: Sleeps
     ) -> None:
+        # The deliverer's own budget for scripted 429s (its waits are not real): unpaced,
+        # and without the fake's flood control.
+        deliverer = make_deliverer(fake_slack.api_base, sleeps, pacing=PacingConfig())
+        fake_slack.flood.enabled = False
         fake_slack.fail_next(
             "chat.postMessage",
             None,

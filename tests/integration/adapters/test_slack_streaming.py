@@ -113,7 +113,6 @@ def test_a_streamed_reply_grows_by_updates_and_ends_in_mrkdwn(
     fake_slack: FakeSlack,
     gateway_factory: Callable[..., GatewayServer],
 ) -> None:
-    fake_slack.channel_bucket = (1, 1.0)
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     gateway = gateway_factory(
@@ -133,7 +132,7 @@ def test_a_streamed_reply_grows_by_updates_and_ends_in_mrkdwn(
     assert all(escape(REPLY).startswith(text) for text in [_draft_text(draft["text"]), *growing])
     assert [u["text"] for u in updates].count(final[0]) == 1, "the final text exactly once"
     assert updates[-1]["text"] == final[0]
-    assert fake_slack.rate_limited == 0, "the default interval stays inside Slack's limit"
+    assert fake_slack.flood.refused == 0, "the default interval stays inside Slack's limit"
 
 
 def test_a_reply_past_the_limit_continues_in_the_next_message(

@@ -16,6 +16,7 @@ from adapters.base import BotConfig, DeliveryError
 from adapters.messages import OutboundMessage
 from adapters.slack import SlackDeliverer
 from adapters.slack.mrkdwn import to_mrkdwn
+from tests.fixtures.pacing import paced
 from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS, AfterPost
 from tests.fixtures.platform_servers.slack import BOT_TOKEN, FakeSlack, SlackFailure
 
@@ -36,7 +37,9 @@ async def _no_sleep(_seconds: float) -> None:
 
 @pytest.fixture
 def deliverer(fake_slack: FakeSlack) -> SlackDeliverer:
-    config = BotConfig(platform="slack", token=BOT_TOKEN, api_base=fake_slack.api_base)
+    config = BotConfig(
+        platform="slack", token=BOT_TOKEN, api_base=fake_slack.api_base, pacing=paced("slack")
+    )
     return SlackDeliverer(config, sleep=_no_sleep, timeout=CLIENT_TIMEOUT_SECONDS)
 
 

@@ -20,6 +20,7 @@ from adapters.telegram.options import receive_options
 from adapters.telegram.polling import PollingListener
 from adapters.telegram.registration import WebhookRegistration
 from adapters.telegram.webhook import TelegramWebhook
+from tests.fixtures.pacing import LocalPacing, paced
 from tests.fixtures.platform_servers.telegram import (
     TOKEN,
     FakeTelegram,
@@ -63,7 +64,13 @@ def fresh(update: dict[str, Any]) -> dict[str, Any]:
 
 
 def bot_config(fake: FakeTelegram, **extra: Any) -> BotConfig:
-    return BotConfig(platform="telegram", token=TOKEN, api_base=fake.api_base, extra=extra)
+    return BotConfig(
+        platform="telegram",
+        token=TOKEN,
+        api_base=fake.api_base,
+        extra=extra,
+        pacing=paced("telegram"),
+    )
 
 
 def reply(text: str, chat_id: str = "111111111", **kw: Any) -> OutboundMessage:
@@ -189,7 +196,11 @@ class TestDelivery:
         assert sleeps == []
 
     async def test_a_refusal_after_a_chunk_went_out_says_what_was_delivered(
-        self, telegram: FakeTelegram, deliverer: TelegramDeliverer, sleeps: list[float]
+        self,
+        telegram: FakeTelegram,
+        deliverer: TelegramDeliverer,
+        sleeps: list[float],
+        local_pacing: LocalPacing,
     ) -> None:
         telegram.fail_next("sendMessage", None, TelegramFailure.rate_limited(300))
         with pytest.raises(DeliveryError, match="after 1 of 2 chunks") as caught:
@@ -198,6 +209,12 @@ class TestDelivery:
         error = caught.value
         assert (error.retryable, error.maybe_sent, error.delivered_chunks) == (True, False, 1)
         assert error.delivered_ids == (f"111111111:{first['_message_id']}",)
+        with pytest.raises(DeliveryError, match="after 1 of 2 chunks"):
+            await deliverer.deliver(
+                reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
+            )
+        assert len(telegram.calls("sendMessage")) == 2, "the chat is held back: nothing sent"
+        local_pacing.advance(300)  # the retry comes after Telegram's 300 s
         ids = await deliverer.deliver(
             reply(LONG, delivered_chunks=1, delivered_ids=error.delivered_ids)
         )

@@ -18,6 +18,7 @@ from agent_core.db.engine import transaction
 from agent_core.db.models import OutboxState
 from agent_core.outbox.repository import OutboxRepository
 from tests.fixtures.outbox import SLACK_CHANNEL, TELEGRAM_CHAT, Platforms, World
+from tests.fixtures.pacing import LocalPacing
 from tests.fixtures.platform_servers.discord import GENERAL_ID
 from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.telegram import TelegramFailure
@@ -109,7 +110,7 @@ class TestLostAnswers:
         assert entry.platform_message_ids == [f"{SLACK_CHANNEL}:{posts[0]['ts']}"]
 
     def test_a_refusal_mid_reply_resumes_after_the_delivered_chunks(
-        self, world: World, platforms: Platforms
+        self, world: World, platforms: Platforms, local_pacing: LocalPacing
     ) -> None:
         text = "\n\n".join([f"Part {i}. " + "All good here. " * 150 for i in range(3)])
         outbox_id = world.queue_reply("telegram", TELEGRAM_CHAT, text)
@@ -121,6 +122,7 @@ class TestLostAnswers:
         assert entry.next_attempt_at is not None
         assert entry.next_attempt_at - utcnow() > timedelta(seconds=250), "Telegram's wait"
         world.make_due(outbox_id)
+        local_pacing.advance(300)  # the chat is held back for Telegram's wait, too
         assert world.service.deliver(outbox_id) is True
 
         sent = platforms.telegram.sent_messages()

@@ -68,3 +68,28 @@ def test_comma_separated_allowlists(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_rotation_on_compaction_is_refused_clearly() -> None:
     with pytest.raises(ValidationError, match="compacts in place"):
         Settings.model_validate({"compression_in_place": "false"})
+
+
+def test_platform_limits_override_one_bucket_and_keep_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HUBBUB_PLATFORM_LIMITS", '{"telegram": {"group": "10/minute"}}')
+    limits = load_settings().platform_limits
+    assert limits["telegram"] == {"bot": "30/second", "chat": "1/second", "group": "10/minute"}
+    assert limits["discord"]["bot"] == "50/second"
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ('{"telegram": {"group": "lots"}}', "telegram.group"),
+        ('{"telegram": {"chat": "0/second"}}', "telegram.chat"),
+        ('{"matrix": {"room": "1/second"}}', "matrix"),
+    ],
+)
+def test_a_bad_platform_limit_is_named(
+    monkeypatch: pytest.MonkeyPatch, value: str, named: str
+) -> None:
+    monkeypatch.setenv("HUBBUB_PLATFORM_LIMITS", value)
+    with pytest.raises(ValidationError, match=named):
+        load_settings()
