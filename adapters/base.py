@@ -81,6 +81,7 @@ class BotConfig:
         if self.live_allowlist is not None:
             return await self.live_allowlist()
         return Allowlist(self.allow_users, self.allow_chats)
+
     pacing: PacingConfig = field(default_factory=PacingConfig)
     """The platform's rate limits for this bot, and where they are shared (unpaced when
     the config is built without settings)."""

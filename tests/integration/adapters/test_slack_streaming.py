@@ -142,10 +142,10 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
     fake_slack: FakeSlack,
     gateway_factory: Callable[..., GatewayServer],
 ) -> None:
-    fake_llm.stream_tokens_per_second = 300
+    fake_llm.stream_tokens_per_second = 60
     fake_llm.queue_replies(ScriptedReply(LONG_REPLY))
     env = _env(
-        sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on", stream_edit_interval_slack="0.2"
+        sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on", stream_edit_interval_slack="1.0"
     )
     gateway = gateway_factory(settings_from_env(env))
     final = _final(LONG_REPLY)

@@ -9,6 +9,7 @@ from agent_core import tracing
 from agent_core.db.engine import transaction
 from agent_core.db.models import Message, OutboxEntry
 from tests.fixtures.outbox import TELEGRAM_CHAT, Platforms, World
+from tests.fixtures.pacing import LocalPacing
 from tests.fixtures.platform_servers.telegram import TelegramFailure
 from tests.fixtures.traces import LocalSpans, named
 
@@ -30,7 +31,7 @@ def _stamp_trace(world: World, outbox_id: int) -> None:
 
 
 def test_each_retry_is_a_span_linked_to_the_turns_trace(
-    world: World, platforms: Platforms, local_spans: LocalSpans
+    world: World, platforms: Platforms, local_spans: LocalSpans, local_pacing: LocalPacing
 ) -> None:
     outbox_id = world.queue_reply("telegram", TELEGRAM_CHAT)
     _stamp_trace(world, outbox_id)
@@ -38,6 +39,7 @@ def test_each_retry_is_a_span_linked_to_the_turns_trace(
 
     assert world.service.deliver(outbox_id) is False
     world.make_due(outbox_id)
+    local_pacing.advance(300)  # the chat is held back for Telegram's wait, too
     assert world.service.deliver(outbox_id) is True
 
     attempts = named(local_spans.seen(), "hubbub.delivery")
