@@ -330,13 +330,15 @@ class TurnRunner:
                     None,
                     None,
                 )
-            # Streamed replies grow in their platform message while the model writes.
-            request = replace(request, on_text=self._streams.open(chat_session, message))
             images = (
                 MediaFetchStep.pending(db, chat_session.id, up_to_anchor=message.anchor_seq)
                 if self._media is not None
                 else []
             )
+        # Streamed replies grow in their platform message while the model writes. Opened
+        # outside the transaction: finding the bot's deliverer may read the database, which
+        # on SQLite would wait for this very transaction's write lock.
+        request = replace(request, on_text=self._streams.open(chat_session, message))
         self._delivery.typing(chat_session)
         if images and self._media is not None:
             self._media.fetch(chat_session.id, images)
