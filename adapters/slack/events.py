@@ -28,7 +28,9 @@ from adapters.slack.users import SlackUser, UserDirectory, name_from_profile
 log = logging.getLogger(__name__)
 
 PLATFORM = "slack"
-KNOWN_COMMANDS = frozenset({"help", "new", "usage", "compress", "compact", "memory", "forget"})
+KNOWN_COMMANDS = frozenset(
+    {"help", "new", "usage", "compress", "compact", "memory", "forget", "model", "stop"}
+)
 NEW_MESSAGE_SUBTYPES = frozenset({"bot_message", "thread_broadcast", "file_share", "me_message"})
 """Message subtypes that are something someone said (besides plain messages)."""
 CHANGE_SUBTYPES = frozenset({"message_changed", "message_deleted"})

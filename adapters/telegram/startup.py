@@ -25,6 +25,7 @@ MENU: tuple[tuple[str, str], ...] = (
     ("memory", "What I remember about you in this chat"),
     ("forget", "Forget what I remember about you here"),
     ("stop", "Stop the reply I am writing now"),
+    ("model", "List the models, or switch this chat to one"),
 )
 
 

@@ -267,6 +267,17 @@ class TestSlashCommands:
         assert inbound is not None
         assert (inbound.command, inbound.text) == ("usage", "/usage")
 
+    @pytest.mark.parametrize(
+        ("command", "text", "spoken"),
+        [("/model", "openai/gpt-4o", "/model openai/gpt-4o"), ("/stop", "", "/stop")],
+    )
+    async def test_model_and_stop_are_commands(self, command: str, text: str, spoken: str) -> None:
+        normaliser, _ = _normaliser()
+        payload = load_payload("slash_command") | {"command": command, "text": text}
+        inbound = await normaliser.from_command(payload)
+        assert inbound is not None
+        assert (inbound.command, inbound.text) == (command.lstrip("/"), spoken)
+
     async def test_umbrella_command_with_a_question(self) -> None:
         normaliser, _ = _normaliser()
         payload = load_payload("slash_command") | {"command": "/hubbub", "text": "what's new?"}
