@@ -57,6 +57,9 @@ max_wait_override: ContextVar[float | None] = ContextVar("pacing_max_wait", defa
 """A shorter maximum wait for the calls made in this context (streamed drafts)."""
 wait_budget: ContextVar[list[float] | None] = ContextVar("pacing_wait_budget", default=None)
 """Seconds the calls made in this context may still wait in all (one delivery's chunks)."""
+share_override: ContextVar[float] = ContextVar("pacing_share", default=1.0)
+"""The share of each limit the calls made in this context may fill (streamed drafts leave
+the rest to final replies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,6 +501,14 @@ class BotPacer:
         wanted = [bucket for bucket in buckets if bucket is not None]
         if not wanted:
             return
+        share = share_override.get()
+        if share < 1.0:
+            # The windows count every caller's calls: a call held to a share of the count
+            # only goes while the others still have the rest.
+            wanted = [
+                Bucket(b.key, Rate(max(1, int(b.rate.count * share)), b.rate.seconds))
+                for b in wanted
+            ]
         override = max_wait_override.get()
         max_wait = self.config.max_wait_seconds if override is None else override
         budget = wait_budget.get()
@@ -536,10 +547,15 @@ async def waiting_in_all_at_most(seconds: float, call: Awaitable[T]) -> T:
         wait_budget.reset(token)
 
 
-async def waiting_at_most(seconds: float, call: Awaitable[T]) -> T:
-    """Await ``call`` with its platform calls waiting at most ``seconds`` for a slot."""
+async def waiting_at_most(seconds: float, call: Awaitable[T], *, share: float = 1.0) -> T:
+    """Await ``call`` with its platform calls waiting at most ``seconds`` for a slot.
+
+    They fill at most ``share`` of each limit's count (at least one call).
+    """
     token = max_wait_override.set(seconds)
+    shared = share_override.set(share)
     try:
         return await call
     finally:
+        share_override.reset(shared)
         max_wait_override.reset(token)

@@ -153,6 +153,10 @@ DEFAULT_PLATFORM_MAX_WAIT_SECONDS = 10.0
 DRAFT_MAX_WAIT_SECONDS = 1.0
 """Streamed drafts wait less: a draft that must wait longer is skipped until the next
 interval (its text goes out with a later edit)."""
+DRAFT_SHARE_OF_LIMITS = 0.5
+"""Streamed drafts go only while a limit has more than half its calls left: the rest stays
+for final replies (twenty replies streaming at once on one Slack workspace would otherwise
+spend ``chat.update``'s 50 a minute on drafts and hold the finals back)."""
 
 # Images (issue 13 §4) ---------------------------------------------------------------------
 DEFAULT_IMAGE_MAX_BYTES = 5 * 1024 * 1024

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from adapters.base import DeliveryError, DraftEditor
 from adapters.messages import ChatTarget
 from adapters.pacing import waiting_at_most
-from agent_core.config import DRAFT_MAX_WAIT_SECONDS, Settings
+from agent_core.config import DRAFT_MAX_WAIT_SECONDS, DRAFT_SHARE_OF_LIMITS, Settings
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.outbox.repository import OutboxRepository
@@ -173,7 +173,9 @@ class DraftStreamer:
         try:
             message_id = self._loop.run(
                 waiting_at_most(
-                    DRAFT_MAX_WAIT_SECONDS, self._editor.post_draft(target.chat, call.text)
+                    DRAFT_MAX_WAIT_SECONDS,
+                    self._editor.post_draft(target.chat, call.text),
+                    share=DRAFT_SHARE_OF_LIMITS,
                 ),
                 timeout=DRAFT_CALL_TIMEOUT_SECONDS,
             )
@@ -201,6 +203,7 @@ class DraftStreamer:
                 waiting_at_most(
                     DRAFT_MAX_WAIT_SECONDS,
                     self._editor.edit_draft(self._target.chat, self._ids[call.part], call.text),
+                    share=DRAFT_SHARE_OF_LIMITS,
                 ),
                 timeout=DRAFT_CALL_TIMEOUT_SECONDS,
             )

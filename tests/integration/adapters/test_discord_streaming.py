@@ -136,10 +136,10 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
     fake: FakeDiscord,
     gateway_factory: Callable[..., GatewayServer],
 ) -> None:
-    fake_llm.stream_tokens_per_second = 200
+    fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(LONG_REPLY))
     env = _env(
-        sqlite_db, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="0.2"
+        sqlite_db, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="1.0"
     )
     _start(gateway_factory, env, fake)
     final = render_chunks(LONG_REPLY)

@@ -156,6 +156,24 @@ async def test_a_shorter_bound_applies_to_the_calls_made_under_it() -> None:
         await waiting_at_most(0.5, pacer.acquire([chat]))
 
 
+async def test_drafts_fill_only_their_share_and_leave_the_rest_to_final_replies() -> None:
+    clock = Clock()
+    pacer = BotPacer(
+        PacingConfig(limits={"chat.update": Rate(4, 60.0)}, max_wait_seconds=10),
+        "slack:x",
+        scheduler=LocalScheduler(clock),
+    )
+    method = pacer.bucket("chat.update")
+    await waiting_at_most(0.5, pacer.acquire([method]), share=0.5)
+    await waiting_at_most(0.5, pacer.acquire([method]), share=0.5)
+    with pytest.raises(PaceExceeded):  # half of the minute's four is spent on drafts
+        await waiting_at_most(0.5, pacer.acquire([method]), share=0.5)
+    await waiting_at_most(0.5, pacer.acquire([method]))  # a final edit still goes
+    await waiting_at_most(0.5, pacer.acquire([method]))
+    with pytest.raises(PaceExceeded):
+        await waiting_at_most(0.5, pacer.acquire([method]))
+
+
 async def test_a_delivery_waits_in_all_at_most_its_budget() -> None:
     clock = Clock()
 
