@@ -7,7 +7,6 @@ fake, the fallback (``openai/fake-b``) on its own server (``HUBBUB_MODEL_ENDPOIN
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -93,10 +92,9 @@ class TestFallback:
         self, with_fallback: httpx.Client, fake_llm: FakeLLM, second_llm: FakeLLM
     ) -> None:
         fake_llm.fail_next(*[Failure.rate_limited(60)] * 5)
-        started = time.monotonic()
         post(with_fallback, "c1", "anyone there?")
+        # Answered within a bound shorter than the Retry-After: nobody slept on it.
         (reply,) = wait_replies(with_fallback, "c1", 1, timeout=FALLBACK_BOUND_SECONDS)
-        assert time.monotonic() - started < FALLBACK_BOUND_SECONDS
         assert reply["text"] == "echo: anyone there?"
         assert len(fake_llm.chat_requests()) == 1, "the rate-limited model is asked once"
         (request,) = second_llm.chat_requests()

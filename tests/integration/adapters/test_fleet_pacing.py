@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from typing import Any
@@ -33,7 +32,7 @@ from tests.fixtures.platform_servers.telegram import (
     TelegramFailure,
     TelegramServerThread,
 )
-from tests.fixtures.services import free_port
+from tests.fixtures.services import free_port, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -70,14 +69,6 @@ def telegram_pacing(redis_url: str | None) -> PacingConfig:
         max_wait_seconds=WAIT_BOUND_SECONDS,
         redis_url=redis_url,
     )
-
-
-async def eventually(predicate: Callable[[], Any], what: str) -> None:
-    deadline = time.monotonic() + WAIT_BOUND_SECONDS
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def telegram_reply(text: str, chat_id: str) -> OutboundMessage:
@@ -161,7 +152,12 @@ async def test_a_429_seen_by_one_worker_makes_the_other_wait(
     )
     telegram.fail_next("sendMessage", TelegramFailure.rate_limited(3))
     flooded = asyncio.create_task(first.deliver(telegram_reply("first", PRIVATE)))
-    await eventually(lambda: telegram.calls("sendMessage"), "the 429")
+    await asyncio.to_thread(
+        wait_until,
+        lambda: telegram.calls("sendMessage"),
+        timeout=WAIT_BOUND_SECONDS,
+        what="the 429",
+    )
     refused_at = telegram.calls("sendMessage")[0].at
     await second.deliver(telegram_reply("second", PRIVATE))
     await flooded
