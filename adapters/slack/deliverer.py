@@ -368,27 +368,13 @@ class SlackDeliverer(Deliverer, DraftEditor):
         Raises:
             _Unsettled: the history could not be read, or is too long to read through.
         """
-        method = "conversations.replies" if target.thread_ts else "conversations.history"
-        oldest = f"{since.timestamp() - HISTORY_MARGIN_SECONDS:.6f}"
+        messages, identity = await self._history_since(target, since)
         found: dict[str, str] = {}
-        cursor: str | None = None
-        try:
-            identity = await self._identity.get()
-            for _ in range(HISTORY_MAX_PAGES):
-                page = await self._history_page(target, oldest, cursor)
-                for posted in page.get("messages") or []:
-                    nonce = _draft_of(posted, reply_to, identity)
-                    if nonce is not None:
-                        found[str(posted["ts"])] = nonce
-                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
-                if not page.get("has_more") or cursor is None:
-                    return found
-        except CALL_FAILURES as exc:
-            failure = call_failure(exc, method)
-            raise _Unsettled(failure.reason, retryable=failure.retryable) from exc
-        raise _Unsettled(
-            f"more than {HISTORY_MAX_PAGES * HISTORY_PAGE_SIZE} messages since", retryable=False
-        )
+        for posted in messages:
+            nonce = _draft_of(posted, reply_to, identity)
+            if nonce is not None:
+                found[str(posted["ts"])] = nonce
+        return found
 
     async def _finish_draft(
         self,
@@ -468,21 +454,34 @@ class SlackDeliverer(Deliverer, DraftEditor):
         Raises:
             _Unsettled: the history could not be read, or is too long to read through.
         """
+        messages, identity = await self._history_since(target, since)
+        found: dict[int, str] = {}
+        for posted in messages:
+            index = _chunk_of(posted, delivery_id, identity)
+            if index is not None:
+                found.setdefault(index, str(posted["ts"]))
+        return found
+
+    async def _history_since(
+        self, target: _Target, since: datetime
+    ) -> tuple[list[dict[str, Any]], BotIdentity]:
+        """The thread's or channel's messages since ``since`` (with a margin), and who we are.
+
+        Raises:
+            _Unsettled: the history could not be read, or is too long to read through.
+        """
         method = "conversations.replies" if target.thread_ts else "conversations.history"
         oldest = f"{since.timestamp() - HISTORY_MARGIN_SECONDS:.6f}"
-        found: dict[int, str] = {}
+        messages: list[dict[str, Any]] = []
         cursor: str | None = None
         try:
             identity = await self._identity.get()
             for _ in range(HISTORY_MAX_PAGES):
                 page = await self._history_page(target, oldest, cursor)
-                for posted in page.get("messages") or []:
-                    index = _chunk_of(posted, delivery_id, identity)
-                    if index is not None:
-                        found.setdefault(index, str(posted["ts"]))
+                messages.extend(page.get("messages") or [])
                 cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
                 if not page.get("has_more") or cursor is None:
-                    return found
+                    return messages, identity
         except CALL_FAILURES as exc:
             failure = call_failure(exc, method)
             raise _Unsettled(failure.reason, retryable=failure.retryable) from exc
