@@ -45,7 +45,7 @@ from agent_core.outbox.repository import (
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
-from workers.streaming import DraftPublisher
+from workers.streaming import DraftFeed
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,7 @@ class DeliveryService:
             return None
         return deliverer, deliverer.config.extra, loop
 
-    def draft_publisher(self, bot_id: int) -> tuple[DraftPublisher, dict[str, Any]] | None:
+    def draft_publisher(self, bot_id: int) -> tuple[DraftFeed, dict[str, Any]] | None:
         """How a web chat bot's pages are shown drafts (with its options), if it is one."""
         try:
             deliverer, _ = self._deliverer(bot_id)
@@ -298,7 +298,7 @@ class DeliveryService:
             return None
         if not isinstance(deliverer, WebchatDeliverer):
             return None
-        return deliverer.publish_draft, deliverer.config.extra
+        return deliverer, deliverer.config.extra
 
     def typing(self, chat_session: ChatSession) -> None:
         """Show a typing indicator in the session's chat; never fails the turn."""

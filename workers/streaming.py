@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -240,6 +240,16 @@ DraftPublisher = Callable[[str, int | str, str], None]
 raises (:meth:`adapters.webchat.deliverer.WebchatDeliverer.publish_draft`)."""
 
 
+class DraftFeed(Protocol):
+    """Where a web chat bot's pages hear drafts: its deliverer (``WebchatDeliverer``)."""
+
+    def publish_draft(self, chat_id: str, reply_to_message_id: int | str, text: str) -> None:
+        """Show the reply so far; never raises."""
+
+    def watched(self, chat_id: str) -> bool:
+        """Whether a page listens to ``chat_id`` now; never raises."""
+
+
 class FeedStreamer:
     """The ``on_text`` of a web chat turn: the page's feed gets the reply so far.
 
@@ -284,7 +294,8 @@ class StreamService:
         factory: the database.
         editors: the bot's draft editor and the loop it runs on, or ``None`` when the
             bot's deliverer streams nothing (the delivery service provides them).
-        publishers: for a web chat bot, how its pages are shown drafts (and its options).
+        publishers: for a web chat bot, how its pages are shown drafts (and its options);
+            a reply is streamed only to a conversation a page watches.
     """
 
     def __init__(
@@ -292,7 +303,7 @@ class StreamService:
         settings: Settings,
         factory: sessionmaker[Session],
         editors: Callable[[int], tuple[DraftEditor, dict[str, Any], BackgroundLoop] | None],
-        publishers: Callable[[int], tuple[DraftPublisher, dict[str, Any]] | None],
+        publishers: Callable[[int], tuple[DraftFeed, dict[str, Any]] | None],
     ) -> None:
         self._settings = settings
         self._factory = factory
@@ -332,11 +343,13 @@ class StreamService:
         found = self._publishers(chat_session.bot_id)
         if found is None:
             return None
-        publish, extra = found
+        feed, extra = found
         if not streaming_enabled(self._settings, chat_session.platform, extra):
             return None
+        if not feed.watched(chat_session.chat_id):
+            return None
         return FeedStreamer(
-            publish,
+            feed.publish_draft,
             chat_session.chat_id,
             trigger.id,
             interval=edit_interval(self._settings, chat_session.platform),

@@ -41,6 +41,10 @@ class WebchatDeliverer(Deliverer):
         """
         self.feed.publish_draft(chat_id, reply_to_message_id, text)
 
+    def watched(self, chat_id: str) -> bool:
+        """Whether a page listens to ``chat_id`` now (:meth:`Feed.watched`)."""
+        return self.feed.watched(chat_id)
+
     async def shutdown(self) -> None:
         """Close the feed's connections."""
         await self.feed.aclose()

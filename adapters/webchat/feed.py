@@ -118,6 +118,14 @@ class Feed(ABC):
             FeedUnavailable: (on entering) the feed cannot be reached.
         """
 
+    @abstractmethod
+    def watched(self, conversation_id: str) -> bool:
+        """Whether a page's event stream listens to the conversation now; never raises.
+
+        A turn streams its reply only to a conversation someone watches: drafts nobody
+        hears cost a streamed model call and nothing else.
+        """
+
     def publish_draft(
         self, conversation_id: str, reply_to_message_id: int | str, text: str
     ) -> None:
@@ -165,6 +173,11 @@ class LocalFeed(Feed):
             # A stream whose loop has closed is going away: nothing to tell it.
             with suppress(RuntimeError):
                 subscriber.loop.call_soon_threadsafe(subscriber.offer, event)
+
+    def watched(self, conversation_id: str) -> bool:
+        """Whether a stream of this process subscribes to the conversation."""
+        with self._lock:
+            return conversation_id in self._subscribers
 
     @asynccontextmanager
     async def subscribe(self, conversation_id: str) -> AsyncIterator[Subscription]:
@@ -226,6 +239,22 @@ class RedisFeed(Feed):
                 "web chat feed unavailable; the page's stream falls back to reading the database",
                 extra={"event": event.type, "error": type(exc).__name__},
             )
+
+    def watched(self, conversation_id: str) -> bool:
+        """``PUBSUB NUMSUB`` of the conversation's channel; with Redis away, nobody watches.
+
+        (Drafts could not reach a page then anyway: its stream falls back to polling.)
+        """
+        channel = self._channel(conversation_id)
+        try:
+            counts = self._publisher.pubsub_numsub(channel)
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "web chat feed unavailable; the reply is not streamed",
+                extra={"error": type(exc).__name__},
+            )
+            return False
+        return any(count > 0 for _, count in counts)
 
     def _client(self) -> aioredis.Redis:
         if self._subscriber is None:

@@ -24,6 +24,8 @@ from tests.fixtures.services import (
     post_accepted,
     settings_from_env,
     start_worker,
+    wait_replies,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -116,14 +118,17 @@ def deployment(
     gateway_factory: Callable[..., GatewayServer],
     processes: list[ServiceProcess],
 ) -> Iterator[Deployment]:
+    extra = {"streaming": "on"} if request.node.get_closest_marker("streaming") else {}
     if request.param == "embedded":
         db_url: str = request.getfixturevalue("sqlite_url")
-        env = hubbub_env(db_url=db_url, home=tmp_path, fake=fake_llm)
+        env = hubbub_env(db_url=db_url, home=tmp_path, fake=fake_llm, **extra)
         yield Deployment(gateway_factory(settings_from_env(env)), LOCAL_FEED)
         return
     postgres_url: str = request.getfixturevalue("postgres_url")
     redis_url: str = request.getfixturevalue("redis_url")
-    env = hubbub_env(db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    env = hubbub_env(
+        db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url, **extra
+    )
     gateway = gateway_factory(settings_from_env(env))
     processes.append(start_worker(env))
     feed = RedisFeed(redis_url)
@@ -183,6 +188,31 @@ def test_drafts_arrive_in_order_before_the_final_line(
         deployment.feed.publish_draft("drafts", trigger, "stale")
         post_accepted(client, "drafts", "next")
         assert stream.next("message", "draft").event == "message"
+
+
+@pytest.mark.streaming
+def test_a_reply_streams_only_to_a_conversation_a_page_watches(
+    deployment: Deployment, streams: Callable[..., EventReader], fake_llm: FakeLLM
+) -> None:
+    with _client(deployment.gateway) as client:
+        # Nobody watches: the model is called without streaming, the reply is stored as ever.
+        post_accepted(client, "watched", "nobody is looking")
+        assert wait_replies(client, "watched", 1)[-1]["text"] == "echo: nobody is looking"
+        assert fake_llm.chat_requests()[-1].get("stream") is None
+
+        stream = streams(deployment.gateway, "watched")
+        wait_until(lambda: deployment.feed.watched("watched"), timeout=30)
+        trigger = post_accepted(client, "watched", "now a page is open here").json()["id"]
+        while stream.next("message").data["id"] != trigger:
+            pass  # the lines before it, sent first to a new stream
+        first = stream.next("draft", "message")
+        assert first.event == "draft"
+        assert first.data["reply_to"] == trigger
+        assert stream.next("message").data["text"] == "echo: now a page is open here"
+        assert fake_llm.chat_requests()[-1]["stream"] is True
+
+    stream.close()
+    wait_until(lambda: not deployment.feed.watched("watched"), timeout=30)
 
 
 def test_resume_sends_only_the_missed_lines(
