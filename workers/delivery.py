@@ -45,7 +45,7 @@ from agent_core.outbox.repository import (
 from workers import metrics
 from workers.aio import BackgroundLoop
 from workers.bots import BotDirectory
-from workers.streaming import DraftFeed
+from workers.streaming import EDITED_PLATFORMS, DraftFeed
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,11 @@ class DeliveryService:
             repo = OutboxRepository.from_session(db)
             claim = repo.claim(outbox_id, claim_seconds=CLAIM_SECONDS)
             # The draft messages a streamed reply grew in: the delivery edits them.
-            streamed = repo.streamed(claim.trigger_message_id) if claim is not None else None
+            streamed = (
+                repo.streamed(claim.trigger_message_id)
+                if claim is not None and claim.platform in EDITED_PLATFORMS
+                else None
+            )
         if claim is None:
             return False
         try:

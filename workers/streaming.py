@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 
 DRAFT_CALL_TIMEOUT_SECONDS = 30.0
 """Longest one draft call may take; a post that outlives it may have arrived."""
-STREAMED_PLATFORMS = frozenset({"telegram", "discord", "slack", "webchat"})
+EDITED_PLATFORMS = frozenset({"telegram", "discord", "slack"})
+"""Where a streamed reply grows in platform messages, recorded in ``reply_streams``."""
+STREAMED_PLATFORMS = EDITED_PLATFORMS | {"webchat"}
 """Web chat streams to its page's live feed (Server-Sent Events), not by message edits."""
 _OFF = frozenset({"off", "false", "0", "no"})
 

@@ -332,7 +332,7 @@ class TurnRunner:
                 )
             images = (
                 MediaFetchStep.pending(db, chat_session.id, up_to_anchor=message.anchor_seq)
-                if self._media is not None
+                if self._media is not None and chat_session.has_media
                 else []
             )
         # Streamed replies grow in their platform message while the model writes. Opened

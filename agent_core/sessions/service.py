@@ -163,12 +163,15 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
         counter, incoming.text, incoming.sender_name, incoming.sender_id, conversation.chat_type
     )
     chat = kind == MessageKind.CHAT
+    images = incoming.images if chat else ()
     allocation = repo.allocate_seq(
-        session_id, active_tokens=tokens if chat else 0, active_messages=int(chat)
+        session_id,
+        active_tokens=tokens if chat else 0,
+        active_messages=int(chat),
+        also={"has_media": True} if images else None,
     )
     seq = allocation.seq
     meta = dict(incoming.meta or {})
-    images = incoming.images if chat else ()
     media_ids = new_media_ids(len(images))
     if media_ids:
         meta[MEDIA_META_KEY] = media_ids

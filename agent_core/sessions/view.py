@@ -56,10 +56,11 @@ def load_view(
     if chat_session is None:
         return None
     rows = SessionRepository.from_session(db).context_rows(session_id, up_to_anchor=up_to_anchor)
+    transcript = build_transcript(rows, chat_session, counter)
+    if chat_session.has_media:
+        transcript = _with_media(db, transcript, session_id, counter, vision=vision)
     return SessionView(
-        transcript=_with_media(
-            db, build_transcript(rows, chat_session, counter), session_id, counter, vision=vision
-        ),
+        transcript=transcript,
         state=engine_state(chat_session),
         summary_version=chat_session.summary_version,
         system_prompt=chat_session.system_prompt,

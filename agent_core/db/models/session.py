@@ -60,6 +60,10 @@ class ChatSession(TimestampMixin, Base):
     prompt_built_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     """The model ``/model`` chose for this session; ``None``: the tenant's default."""
+    has_media: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, server_default=text("false")
+    )
+    """Whether a message of the session carried images: without, a turn reads no media."""
 
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The current compaction summary of archived turns, if any."""

@@ -35,6 +35,7 @@ from agent_core.db.models import ChatSession, Message, MessageKind, OutboxEntry
 from agent_core.errors import ConfigError, ContextOverflow, ProviderUnavailable
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
+from agent_core.media.repository import ImageReference
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation, IncomingMessage, record_incoming
@@ -152,13 +153,21 @@ class Harness:
             self.conversation = Conversation("default", bot.id, "webchat", "c1")
         self._count = 0
 
-    def say(self, text: str, *, triggers: bool = True) -> int:
+    def say(
+        self, text: str, *, triggers: bool = True, images: tuple[ImageReference, ...] = ()
+    ) -> int:
         self._count += 1
         with transaction(self.factory) as db:
             result = record_incoming(
                 db,
                 IncomingMessage(
-                    self.conversation, text, str(self._count), "u1", "Ann", triggers=triggers
+                    self.conversation,
+                    text,
+                    str(self._count),
+                    "u1",
+                    "Ann",
+                    triggers=triggers,
+                    images=images,
                 ),
                 COUNTER,
             )
@@ -281,6 +290,27 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_once_after_its_ca
     assert outcome.end is TurnEnd.REPLY
     assert len(looks) == 2, "one look before the call, one after"
     assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+
+
+def test_a_session_that_never_had_images_reads_no_media(factory):
+    h = Harness(factory, replies=["hello", "a cat"])
+    media_reads: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if re.search(r"\bFROM media\b", " ".join(statement.split())):
+            media_reads.append(statement)
+
+    engine = factory.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        h.turn(h.say("hi"))
+        assert media_reads == []
+        h.turn(h.say("look", images=(ImageReference("file-1", "cat.png"),)))
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert media_reads, "a session with an image reads its media"
+    assert h.session().has_media
+    assert "cat.png" in str(h.main.calls[-1])
 
 
 def test_a_turn_answered_twice_keeps_the_first_reply(factory):
