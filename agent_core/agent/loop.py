@@ -160,6 +160,10 @@ class _Loop:
     waiting: list[busy.Waiting] | None = None
     """The messages waiting when the turn began, read with its transcript: the first safe
     point uses them unless something slow ran since (a compaction, a resumed round)."""
+    budgeted: bool = False
+    """The tenant had budgets when the turn began (read with its transcript): only then are
+    calls reserved against them and warnings looked for. A budget added meanwhile holds
+    from the next turn on."""
 
 
 class Agent:
@@ -287,9 +291,19 @@ class Agent:
                 else services.compactor.tenant_settings(request.tenant)
             )
             waiting = self._waiting(db)
+            budgeted = services.usage is not None and services.usage.budgets.apply_to(db, scope)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)
-        return _Loop(view, system_prompt, scope, rounds, tools, unfinished, waiting=waiting)
+        return _Loop(
+            view,
+            system_prompt,
+            scope,
+            rounds,
+            tools,
+            unfinished,
+            waiting=waiting,
+            budgeted=budgeted,
+        )
 
     def _interrupted(self, loop: _Loop) -> TurnOutcome | None:
         """At a safe point: the outcome to stop with when a waiting message says so.
@@ -360,12 +374,9 @@ class Agent:
         Otherwise the call's estimate is held until it is charged or fails.
         """
         usage = self._services.usage
-        if usage is None:
+        # A tenant without budgets takes no write lock on every call.
+        if usage is None or not loop.budgeted:
             return None
-        # A read first: a tenant without budgets takes no write lock on every call.
-        with read_transaction(self._services.factory) as db:
-            if not usage.budgets.apply_to(db, loop.scope):
-                return None
         with transaction(self._services.factory, durable=False) as db:
             broken = usage.budgets.reserve(
                 db,
@@ -759,7 +770,7 @@ class Agent:
         usage, loop = self._services.usage, self._loop
         if usage is not None and loop is not None:
             self._charge(db, loop)
-            if outcome.calls:
+            if outcome.calls and loop.budgeted:
                 shown += tuple(usage.budgets.new_warnings(db, loop.scope))
         engine = self._engine
         judge = (

@@ -33,6 +33,7 @@ from agent_core.crypto import CredentialBox
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, MessageKind, OutboxEntry
 from agent_core.errors import ConfigError, ContextOverflow, ProviderUnavailable
+from agent_core.llm.costs import CostTable
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
 from agent_core.media.repository import ImageReference
@@ -42,6 +43,7 @@ from agent_core.sessions.service import Conversation, IncomingMessage, record_in
 from agent_core.tenancy.repository import TenancyRepository
 from agent_core.tokens import TokenCounter
 from agent_core.tools.kit import ToolKit
+from agent_core.usage import Budgets, UsageLedger, UsageServices
 from tests.unit.agent_core.context.scripted import Reply, ScriptedModel
 
 pytestmark = pytest.mark.integration
@@ -120,6 +122,7 @@ class Harness:
         no_model: bool = False,
         tools: bool = False,
         max_iterations: int = 8,
+        metered: bool = False,
         **settings: Any,
     ) -> None:
         self.factory = factory
@@ -145,8 +148,17 @@ class Harness:
         if tools:
             box = CredentialBox(Fernet.generate_key())
             kit = ToolKit(self.settings.tool_settings, configured=[], box=box)
+        costs = CostTable(self.settings.model_prices)
+        usage = UsageServices(UsageLedger(factory, costs), Budgets(costs)) if metered else None
         self.services = AgentServices(
-            factory, COUNTER, models, prompts, compactor, tools=kit, max_iterations=max_iterations
+            factory,
+            COUNTER,
+            models,
+            prompts,
+            compactor,
+            tools=kit,
+            max_iterations=max_iterations,
+            usage=usage,
         )
         with transaction(factory) as db:
             bot = TenancyRepository(db).ensure_bot("default", "webchat", "default", settings={})
@@ -290,6 +302,37 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_once_after_its_ca
     assert outcome.end is TurnEnd.REPLY
     assert len(looks) == 2, "one look before the call, one after"
     assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+
+
+def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory):
+    """No transaction of its own for the budget check, none for warnings after the call."""
+    h = Harness(factory, replies=["hello"], metered=True)
+    message_id = h.say("hi")
+    transactions = 0
+    budget_reads: list[int] = []
+    transcript_reads: list[int] = []
+
+    def began(conn: Any) -> None:
+        nonlocal transactions
+        transactions += 1
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        flat = " ".join(statement.split())
+        if re.search(r"\bFROM budgets\b", flat):
+            budget_reads.append(transactions)
+        elif re.search(r"\bFROM messages\b.*\barchived\b", flat):
+            transcript_reads.append(transactions)
+
+    engine = factory.kw["bind"]
+    event.listen(engine, "begin", began)
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        _, stored, _ = h.turn(message_id)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+        event.remove(engine, "begin", began)
+    assert h.outbox(stored.outbox_id).text == "hello"
+    assert budget_reads == transcript_reads[:1]
 
 
 def test_a_session_that_never_had_images_reads_no_media(factory):
