@@ -361,6 +361,7 @@ class TurnRunner:
             found = agent.reply_rows(db)
             assert found is not None
             stored = agent.finish(db, found[0], outcome, found[1])
+            outcome = stored.stopped or outcome
             stopped = outcome.interrupted
             if stopped is not None and stopped.stop and stored.closed:
                 stored = replace(stored, outbox_id=self._confirm_stop(db, found[1], stopped.by))

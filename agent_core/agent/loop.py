@@ -160,6 +160,10 @@ class _Loop:
     waiting: list[busy.Waiting] | None = None
     """The messages waiting when the turn began, read with its transcript: the first safe
     point uses them unless something slow ran since (a compaction, a resumed round)."""
+    last_look: bool = False
+    """The reply is answered and the last safe point is still to look: it looks in the
+    transaction that stores the reply (:meth:`Agent.finish`), so a plain turn pays no read
+    of its own after its call."""
     budgeted: bool = False
     """The tenant had budgets when the turn began (read with its transcript): only then are
     calls reserved against them and warnings looked for. A budget added meanwhile holds
@@ -227,17 +231,21 @@ class Agent:
             result = self._call(loop, engine, model, offered)
             if isinstance(result, TurnOutcome):
                 return result
-            # A safe point: the answer of a stopped turn is discarded (its cost is charged).
-            if (stopped := self._interrupted(loop)) is not None:
-                return stopped
-            engine.update_from_response(result.usage)
             if not result.tool_calls or offered is None:
+                # The last safe point is looked at as the reply is stored (finish): the
+                # answer of a stopped turn is discarded there (its cost is charged).
+                engine.update_from_response(result.usage)
                 text = (result.content or "").strip() or EMPTY_REPLY
                 end = TurnEnd.REPLY
                 if result.tool_calls or (iteration == last and loop.tool_calls):
                     end = TurnEnd.STEP_LIMIT
                     loop.notices.append(notices.step_limit(self._services.max_iterations))
+                loop.last_look = True
                 return self._outcome(loop, end, text)
+            # A safe point: the tools of a stopped turn do not run (its call is charged).
+            if (stopped := self._interrupted(loop)) is not None:
+                return stopped
+            engine.update_from_response(result.usage)
             self._run_tools(loop, offered, result)
             if compress:
                 self._post_response(loop, engine)
@@ -315,6 +323,10 @@ class Agent:
         if newer is None:
             with read_transaction(self._services.factory) as db:
                 newer = self._waiting(db)
+        return self._stopped_by(loop, newer)
+
+    def _stopped_by(self, loop: _Loop, newer: list[busy.Waiting]) -> TurnOutcome | None:
+        """The outcome to stop with when one of the ``newer`` waiting messages says so."""
         found = busy.interruption(newer, self.request.busy_mode)
         if found is None:
             return None
@@ -760,6 +772,12 @@ class Agent:
             return Stored(None, compact_later=False)
         if outcome.interrupted is not None:
             return self._withdraw(db, message, outcome.interrupted)
+        loop = self._loop
+        if loop is not None and loop.last_look:
+            loop.last_look = False
+            stopped = self._stopped_by(loop, self._waiting(db))
+            if stopped is not None and stopped.interrupted is not None:
+                return replace(self._withdraw(db, message, stopped.interrupted), stopped=stopped)
         meta: dict[str, Any] = {}
         if outcome.model is not None:
             meta = {"model": outcome.model, "llm_ms": round(outcome.llm_seconds * 1000, 3)}
@@ -767,7 +785,7 @@ class Agent:
             meta["tool_calls"] = outcome.tool_calls
             meta["tool_ms"] = round(outcome.tool_seconds * 1000, 3)
         shown = outcome.notices
-        usage, loop = self._services.usage, self._loop
+        usage = self._services.usage
         if usage is not None and loop is not None:
             self._charge(db, loop)
             if outcome.calls and loop.budgeted:

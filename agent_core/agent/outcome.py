@@ -133,3 +133,6 @@ class Stored:
     """The provider's usage says the session should be compacted off the reply path."""
     closed: bool = True
     """A stopped turn: whether this run closed it (``False``: another run did first)."""
+    stopped: TurnOutcome | None = None
+    """The turn's outcome when a stop was found as its reply was about to be stored (the
+    last safe point): the reply was discarded and the turn closed instead."""

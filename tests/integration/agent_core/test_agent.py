@@ -262,14 +262,17 @@ def test_a_turn_reads_its_bot_with_the_message_and_numbers_its_reply_in_one_upda
     assert stored.outbox_id is not None
     assert len([s for s in statements if s.startswith("UPDATE sessions")]) == 1
     reads = [s for s in statements if s.startswith("SELECT")]
-    assert not [s for s in reads if re.search(r"\bFROM messages\b", s)]
+    message_reads = [s for s in reads if re.search(r"\bFROM messages\b", s)]
+    assert len(message_reads) == 1, "only the last look for a stop"
+    assert "turn_state" in message_reads[0]
     assert len([s for s in reads if re.search(r"\bFROM sessions\b", s)]) == 1
     assert h.outbox(stored.outbox_id).text == "hello Ann"
     assert h.session().last_prompt_tokens == 1_234
 
 
-def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_once_after_its_call(factory):
-    """The first safe point reuses what the turn read as it began: no transaction of its own."""
+def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_stored(factory):
+    """Neither safe point of a plain turn needs a transaction of its own: the first reuses
+    what the turn read as it began, the last looks in the reply's transaction."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
     transactions = 0
@@ -295,13 +298,21 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_once_after_its_ca
     event.listen(engine, "begin", began)
     event.listen(engine, "before_cursor_execute", seen)
     try:
-        outcome = Agent(h.services, request).run()
+        agent = Agent(h.services, request)
+        outcome = agent.run()
+        assert len(looks) == 1, "one look before the call"
+        assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+        with transaction(factory) as db:
+            found = agent.reply_rows(db)
+            assert found is not None
+            stored = agent.finish(db, found[0], outcome, found[1])
+            reply_transaction = transactions
     finally:
         event.remove(engine, "before_cursor_execute", seen)
         event.remove(engine, "begin", began)
     assert outcome.end is TurnEnd.REPLY
-    assert len(looks) == 2, "one look before the call, one after"
-    assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+    assert stored.outbox_id is not None
+    assert looks[1:] == [reply_transaction], "the last look is in the reply's transaction"
 
 
 def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory):
