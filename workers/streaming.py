@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from adapters.base import DeliveryError, DraftEditor
 from adapters.messages import ChatTarget
 from adapters.pacing import waiting_at_most
+from adapters.webchat.feed import STREAM_META_KEY
 from agent_core.config import DRAFT_MAX_WAIT_SECONDS, DRAFT_SHARE_OF_LIMITS, Settings
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message
@@ -348,7 +349,8 @@ class StreamService:
         feed, extra = found
         if not streaming_enabled(self._settings, chat_session.platform, extra):
             return None
-        if not feed.watched(chat_session.chat_id):
+        asked = bool((trigger.meta or {}).get(STREAM_META_KEY))
+        if not asked and not feed.watched(chat_session.chat_id):
             return None
         return FeedStreamer(
             feed.publish_draft,

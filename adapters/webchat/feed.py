@@ -40,6 +40,8 @@ CHANNEL_PREFIX = "hubbub:webchat:feed"
 SUBSCRIBER_QUEUE_SIZE = 256
 """Events held for one slow stream; past it they are dropped (lines are re-read anyway)."""
 REDIS_TIMEOUT_SECONDS = 5.0
+STREAM_META_KEY = "stream"
+"""Message meta of a web chat post whose client asked for drafts (``"stream": true``)."""
 
 
 class FeedUnavailable(Exception):

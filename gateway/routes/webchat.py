@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from adapters.commands import parse_command
 from adapters.messages import InboundMessage
 from adapters.text import storable
-from adapters.webchat.feed import Feed, message_event
+from adapters.webchat.feed import STREAM_META_KEY, Feed, message_event
 from adapters.webchat.formatting import to_html
 from adapters.webchat.ids import message_key
 from agent_core.db.engine import transaction
@@ -57,6 +57,12 @@ class PostMessage(BaseModel):
         max_length=128,
         description="client-chosen message id; sending it again in the same conversation "
         "is a no-op",
+    )
+    stream: bool = Field(
+        False,
+        description="the client will listen to the conversation's event stream: the reply "
+        "is streamed there as drafts even if the stream opens after this post (it is also "
+        "streamed whenever a stream is open as the turn starts)",
     )
 
     @model_validator(mode="before")
@@ -172,6 +178,7 @@ async def post_message(
         addressed=True,
         command=command[0] if command else None,
         command_args=command[1] if command else "",
+        meta={STREAM_META_KEY: True} if body.stream else {},
     )
     accepted = await run_in_threadpool(runtime.intake.accept, inbound)
     if accepted is None:

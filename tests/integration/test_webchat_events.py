@@ -213,6 +213,11 @@ def test_a_reply_streams_only_to_a_conversation_a_page_watches(
 
     stream.close()
     wait_until(lambda: not deployment.feed.watched("watched"), timeout=30)
+    with _client(deployment.gateway) as client:
+        # A client that will open its stream after posting (a page's first message) asks.
+        post_accepted(client, "watched", "stream it to me", stream=True)
+        assert wait_replies(client, "watched", 3)[-1]["text"] == "echo: stream it to me"
+        assert fake_llm.chat_requests()[-1]["stream"] is True
 
 
 def test_resume_sends_only_the_missed_lines(
