@@ -82,6 +82,9 @@ class DraftCoalescer:
         self.shown: list[str | None] = [None] * posted
         """What each message of the reply shows (``None``: unknown)."""
         self._next_at = -math.inf
+        """No draft call before this: the interval, or a hold."""
+        self._interval_ends = -math.inf
+        """The interval since the last call that went out ends here."""
 
     def parts(self, text: str) -> list[str]:
         """The messages ``text`` shows as: whole words, each within the limit."""
@@ -107,12 +110,20 @@ class DraftCoalescer:
             self.shown.append(call.text)
         else:
             self.shown[call.part] = call.text
-        self._next_at = now + self.interval
+        self._interval_ends = now + self.interval
+        self._next_at = max(self._next_at, self._interval_ends)
 
     def wait_seconds(self, now: float) -> float:
-        """How long until the next call is allowed (the final edit waits this out too)."""
-        return max(0.0, self._next_at - now)
+        """How long until the interval since the last call that went out is over.
+
+        The final edit waits this out too, and only this: a :meth:`hold` keeps back drafts
+        alone. A draft held because its share of a limit is spent (or the platform said
+        429) must not hold back the final text: the final delivery takes its own slot from
+        the bot's pacer, which knows every 429 and leaves finals the part of each limit
+        drafts may not use.
+        """
+        return max(0.0, self._interval_ends - now)
 
     def hold(self, seconds: float, now: float) -> None:
-        """Make no call for ``seconds`` (the platform asked us to wait, or a call failed)."""
+        """Make no draft call for ``seconds`` (the platform or the pacer asked us to wait)."""
         self._next_at = max(self._next_at, now + seconds)

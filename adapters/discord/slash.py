@@ -1,4 +1,6 @@
-"""Discord application (slash) commands: ``/new``, ``/compress [focus]``, ``/usage``, ``/help``.
+"""Discord application (slash) commands: the chat commands people reach from Discord's menu.
+
+``/new``, ``/compress [focus]``, ``/usage``, ``/stop``, ``/model [name]`` and ``/help``.
 
 They are registered with one bulk overwrite (``PUT /applications/{id}/commands``) when
 the listener starts. An interaction must be answered within three seconds, long before a
@@ -36,9 +38,12 @@ DESCRIPTIONS = {
     "new": "Start a fresh session (the old conversation is kept)",
     "compress": "Summarise the conversation so far to free up context",
     "usage": "Show how much of the model's context window is in use",
+    "stop": "Stop the reply I am writing now",
+    "model": "List the models, or switch this chat to one",
     "help": "List the commands",
 }
 FOCUS_DESCRIPTION = "What the summary should keep in most detail (optional)"
+MODEL_NAME_DESCRIPTION = "The model to switch this chat to (leave out to list them)"
 
 
 class SlashCommands:
@@ -63,6 +68,15 @@ class SlashCommands:
         @tree.command(name="usage", description=DESCRIPTIONS["usage"])
         async def usage(interaction: discord.Interaction) -> None:
             await self.invoke(interaction, "usage", "")
+
+        @tree.command(name="stop", description=DESCRIPTIONS["stop"])
+        async def stop(interaction: discord.Interaction) -> None:
+            await self.invoke(interaction, "stop", "")
+
+        @tree.command(name="model", description=DESCRIPTIONS["model"])
+        @app_commands.describe(name=MODEL_NAME_DESCRIPTION)
+        async def model(interaction: discord.Interaction, name: str | None = None) -> None:
+            await self.invoke(interaction, "model", (name or "").strip())
 
         @tree.command(name="help", description=DESCRIPTIONS["help"])
         async def help_(interaction: discord.Interaction) -> None:

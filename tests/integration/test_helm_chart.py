@@ -23,7 +23,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 import workers.metrics  # noqa: F401  (registers the metrics the dashboard must chart)
-from agent_core.config import Settings, load_settings
+from agent_core.config import DEFAULT_PLATFORM_LIMITS, Settings, load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -252,6 +252,13 @@ class TestSchema:
             ({"config": {"compression": {"threshold": 1.5}}}, "config.compression.threshold"),
             ({"gateway": {"replicas": 3}}, "Additional property replicas is not allowed"),
             ({"secrets": {"secretKey": "not-a-fernet-key"}}, "secrets.secretKey: Does not match"),
+            ({"config": {"streamEditIntervalSlack": 0}}, "config.streamEditIntervalSlack"),
+            ({"config": {"platformMaxWaitSeconds": 61}}, "config.platformMaxWaitSeconds"),
+            ({"config": {"platformLimits": {"irc": {"chat": "1/s"}}}}, "config.platformLimits"),
+            (
+                {"config": {"platformLimits": {"slack": {"channel": "fast"}}}},
+                "config.platformLimits.slack.channel",
+            ),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -297,6 +304,12 @@ class TestSettings:
         assert settings.webchat == "public"
         assert (settings.internal_host, settings.internal_port) == ("0.0.0.0", 9000)
         assert [p.name for p in settings.context_files] == ["faq.md", "glossary.txt"]
+        assert settings.streaming is False
+        assert (settings.stream_edit_interval, settings.stream_edit_interval_slack) == (2.0, 1.5)
+        assert settings.platform_limits["slack"]["chat.update"] == "40/minute"
+        assert settings.platform_limits["slack"]["channel"] == "1/second", "the others kept"
+        assert settings.platform_limits["telegram"]["group"] == "off"
+        assert settings.platform_max_wait_seconds == 20.5
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -313,6 +326,17 @@ class TestSettings:
                 continue
             assert getattr(settings, field) == info.default, field
         assert settings.host == "0.0.0.0"
+        streaming_and_pacing = {
+            "HUBBUB_STREAMING",
+            "HUBBUB_STREAM_EDIT_INTERVAL",
+            "HUBBUB_STREAM_EDIT_INTERVAL_DISCORD",
+            "HUBBUB_STREAM_EDIT_INTERVAL_SLACK",
+            "HUBBUB_STREAM_EDIT_INTERVAL_WEBCHAT",
+            "HUBBUB_PLATFORM_MAX_WAIT_SECONDS",
+        }
+        assert streaming_and_pacing <= set(data), "the chart sets them, to Hubbub's defaults"
+        assert "HUBBUB_PLATFORM_LIMITS" not in data, "no overrides: Hubbub's own limits"
+        assert settings.platform_limits == DEFAULT_PLATFORM_LIMITS
 
 
 class TestSecrets:

@@ -260,6 +260,30 @@ class TestSlashCommands:
         assert inbound.meta["ack_message_id"].isdigit()
         assert fake.sent_messages() == [], "the answer comes from the outbox, not here"
 
+    @pytest.mark.parametrize(
+        ("name", "options", "args"),
+        [
+            ("model", [{"name": "name", "type": 3, "value": " openai/gpt-4o "}], "openai/gpt-4o"),
+            ("model", [], ""),
+            ("stop", [], ""),
+        ],
+    )
+    async def test_model_and_stop_are_handed_over_as_commands(
+        self,
+        fake: FakeDiscord,
+        running: Running,
+        name: str,
+        options: list[dict[str, Any]],
+        args: str,
+    ) -> None:
+        payload = load_payload("interaction_create_compress")
+        payload["data"] |= {"name": name, "options": options}
+        inbound = await push_and_wait(fake, running, payload, "INTERACTION_CREATE")
+        (callback,) = fake.interaction_callbacks
+        assert callback["data"]["content"] == f"Working on `/{name}`\u2026"
+        assert (inbound.command, inbound.command_args) == (name, args)
+        assert inbound.text == f"/{name} {args}".strip()
+
     async def test_refused_outside_the_allowlist(self, fake: FakeDiscord) -> None:
         running = await start_listener(fake, allow_users=frozenset({"someone-else"}))
         try:

@@ -135,6 +135,52 @@ def test_a_streamed_reply_grows_by_updates_and_ends_in_mrkdwn(
     assert fake_slack.flood.refused == 0, "the default interval stays inside Slack's limit"
 
 
+def _shows(slack: FakeSlack, channel: str, final: list[str]) -> Callable[[], bool]:
+    return lambda: slack.shown(channel) == final
+
+
+def _ask_in(gateway: GatewayServer, channel: str, number: int) -> None:
+    """The DM ``message_im`` event, as if sent in another DM ``channel``."""
+    payload = load_payload("message_im")
+    payload["event_id"] = f"Ev0IM{number:06d}"
+    payload["event"] |= {"channel": channel, "client_msg_id": f"busy-{number}"}
+    body = json.dumps(payload).encode()
+    headers = sign(body) | {"Content-Type": "application/json"}
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as client:
+        assert client.post(WEBHOOK, content=body, headers=headers).status_code == 200
+
+
+def test_final_edits_do_not_wait_behind_drafts_that_spent_their_share_of_a_limit(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    """Several replies stream at once and their drafts spend their half of ``chat.update``'s
+    budget: the later drafts are held back until the window frees (an hour here), the
+    finals are not. Before, each turn's final delivery waited out its drafts' hold."""
+    fake_llm.stream_tokens_per_second = 30
+    fake_llm.reply = lambda body: REPLY
+    env = _env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on", worker_concurrency="3")
+    settings = settings_from_env(env)
+    limits = {name: dict(rates) for name, rates in settings.platform_limits.items()}
+    limits["slack"]["chat.update"] = "8/hour"
+    gateway = gateway_factory(settings.model_copy(update={"platform_limits": limits}))
+    final = _final(REPLY)
+    channels = [f"D0BUSY{n:04d}" for n in range(3)]
+    for number, channel in enumerate(channels):
+        _ask_in(gateway, channel, number)
+
+    for channel in channels:
+        wait_until(_shows(fake_slack, channel, final), timeout=90, what=f"the final in {channel}")
+
+    updates = [c.params["text"] for c in fake_slack.calls_to("chat.update")]
+    assert len([t for t in updates if t.endswith(DRAFT_MARK)]) == 4, "drafts spent their half"
+    assert updates.count(final[0]) == 3, "each final once, inside the same hour's budget"
+    assert fake_slack.flood.refused == 0
+
+
 def test_a_reply_past_the_limit_continues_in_the_next_message(
     sqlite_db: str,
     tmp_path: Path,

@@ -132,3 +132,15 @@ def test_the_final_edit_waits_out_the_interval() -> None:
 
     assert coalescer.wait_seconds(10.5) == pytest.approx(1.0)
     assert coalescer.wait_seconds(12) == 0
+
+
+def test_a_hold_keeps_drafts_back_but_not_the_final_edit() -> None:
+    """A draft skipped for a minute (its share of a per-minute limit spent) is no reason to
+    keep the final text back for that minute: the final takes its own slot."""
+    coalescer = DraftCoalescer(interval=1, limit=4096)
+    coalescer.done(DraftCall(DraftAction.POST, 0, "Hello"), 10)
+    coalescer.hold(58, now=11)
+
+    assert coalescer.next_call("Hello there ", 12) is None, "drafts wait out the hold"
+    assert coalescer.wait_seconds(10.5) == pytest.approx(0.5), "the interval still counts"
+    assert coalescer.wait_seconds(12) == 0, "the final edit does not wait for the hold"

@@ -34,11 +34,13 @@ class TestSlashCommands:
         commands = {
             c.name: c.to_dict(parsed.client.tree) for c in parsed.client.tree.get_commands()
         }
-        assert set(commands) == {"new", "compress", "usage", "help"}
+        assert set(commands) == {"new", "compress", "usage", "stop", "model", "help"}
         assert commands["usage"]["description"] == DESCRIPTIONS["usage"]
         (focus,) = commands["compress"]["options"]
         assert (focus["name"], focus["type"], focus["required"]) == ("focus", 3, False)
-        assert all(not commands[name]["options"] for name in ("new", "usage", "help"))
+        (model,) = commands["model"]["options"]
+        assert (model["name"], model["type"], model["required"]) == ("name", 3, False)
+        assert all(not commands[name]["options"] for name in ("new", "usage", "stop", "help"))
 
     def test_guild_command_becomes_a_typed_command(self, parsed: Parsed) -> None:
         used = interaction(parsed, "interaction_create_compress")
