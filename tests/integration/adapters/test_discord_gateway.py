@@ -111,7 +111,14 @@ class TestConnection:
         self, fake: FakeDiscord, running: Running
     ) -> None:
         (commands,) = fake.command_syncs
-        assert sorted(c["name"] for c in commands) == ["compress", "help", "new", "usage"]
+        assert sorted(c["name"] for c in commands) == [
+            "compress",
+            "help",
+            "model",
+            "new",
+            "stop",
+            "usage",
+        ]
         (compress,) = [c for c in commands if c["name"] == "compress"]
         assert [o["name"] for o in compress["options"]] == ["focus"]
 
