@@ -160,10 +160,6 @@ class _Loop:
     waiting: list[busy.Waiting] | None = None
     """The messages waiting when the turn began, read with its transcript: the first safe
     point uses them unless something slow ran since (a compaction, a resumed round)."""
-    last_look: bool = False
-    """The reply is answered and the last safe point is still to look: it looks in the
-    transaction that stores the reply (:meth:`Agent.finish`), so a plain turn pays no read
-    of its own after its call."""
     budgeted: bool = False
     """The tenant had budgets when the turn began (read with its transcript): only then are
     calls reserved against them and warnings looked for. A budget added meanwhile holds
@@ -240,7 +236,6 @@ class Agent:
                 if result.tool_calls or (iteration == last and loop.tool_calls):
                     end = TurnEnd.STEP_LIMIT
                     loop.notices.append(notices.step_limit(self._services.max_iterations))
-                loop.last_look = True
                 return self._outcome(loop, end, text)
             # A safe point: the tools of a stopped turn do not run (its call is charged).
             if (stopped := self._interrupted(loop)) is not None:
@@ -773,8 +768,9 @@ class Agent:
         if outcome.interrupted is not None:
             return self._withdraw(db, message, outcome.interrupted)
         loop = self._loop
-        if loop is not None and loop.last_look:
-            loop.last_look = False
+        # The last safe point of an answered turn: looked at here, so a plain turn pays no
+        # read transaction of its own after its call.
+        if loop is not None and outcome.answered:
             stopped = self._stopped_by(loop, self._waiting(db))
             if stopped is not None and stopped.interrupted is not None:
                 return replace(self._withdraw(db, message, stopped.interrupted), stopped=stopped)

@@ -270,99 +270,80 @@ def test_a_turn_reads_its_bot_with_the_message_and_numbers_its_reply_in_one_upda
     assert h.session().last_prompt_tokens == 1_234
 
 
+class StatementLog:
+    """The statements a block runs on the test engine, each with its transaction's number."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self._engine = factory.kw["bind"]
+        self.transactions = 0
+        self.statements: list[tuple[int, str]] = []
+
+    def _began(self, conn: Any) -> None:
+        self.transactions += 1
+
+    def _seen(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        self.statements.append((self.transactions, " ".join(statement.split())))
+
+    def __enter__(self) -> StatementLog:
+        event.listen(self._engine, "begin", self._began)
+        event.listen(self._engine, "before_cursor_execute", self._seen)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._seen)
+        event.remove(self._engine, "begin", self._began)
+
+    def at(self, pattern: str) -> list[int]:
+        """The transaction numbers of the statements matching ``pattern``, in order."""
+        return [number for number, flat in self.statements if re.search(pattern, flat)]
+
+
+LOOKS = r"\bFROM messages\b.*\bturn_state\b"
+TRANSCRIPT_READS = r"\bFROM messages\b.*\barchived\b"
+
+
 def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_stored(factory):
     """Neither safe point of a plain turn needs a transaction of its own: the first reuses
     what the turn read as it began, the last looks in the reply's transaction."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
-    transactions = 0
-    looks: list[int] = []
-    transcript_reads: list[int] = []
-
-    def began(conn: Any) -> None:
-        nonlocal transactions
-        transactions += 1
-
-    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        flat = " ".join(statement.split())
-        if re.search(r"\bFROM messages\b.*\bturn_state\b", flat):
-            looks.append(transactions)
-        elif re.search(r"\bFROM messages\b.*\barchived\b", flat):
-            transcript_reads.append(transactions)
-
     with transaction(factory) as db:
         message = db.get(Message, message_id)
         assert message is not None
         request = TurnRequest(message.session_id, message.id, message.anchor_seq)
-    engine = factory.kw["bind"]
-    event.listen(engine, "begin", began)
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with StatementLog(factory) as log:
         agent = Agent(h.services, request)
         outcome = agent.run()
+        looks, transcript_reads = log.at(LOOKS), log.at(TRANSCRIPT_READS)
         assert len(looks) == 1, "one look before the call"
         assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
         with transaction(factory) as db:
             found = agent.reply_rows(db)
             assert found is not None
             stored = agent.finish(db, found[0], outcome, found[1])
-            reply_transaction = transactions
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
-        event.remove(engine, "begin", began)
+            reply_transaction = log.transactions
     assert outcome.end is TurnEnd.REPLY
     assert stored.outbox_id is not None
-    assert looks[1:] == [reply_transaction], "the last look is in the reply's transaction"
+    assert log.at(LOOKS)[1:] == [reply_transaction], "the last look is in the reply's transaction"
 
 
 def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory):
     """No transaction of its own for the budget check, none for warnings after the call."""
     h = Harness(factory, replies=["hello"], metered=True)
     message_id = h.say("hi")
-    transactions = 0
-    budget_reads: list[int] = []
-    transcript_reads: list[int] = []
-
-    def began(conn: Any) -> None:
-        nonlocal transactions
-        transactions += 1
-
-    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        flat = " ".join(statement.split())
-        if re.search(r"\bFROM budgets\b", flat):
-            budget_reads.append(transactions)
-        elif re.search(r"\bFROM messages\b.*\barchived\b", flat):
-            transcript_reads.append(transactions)
-
-    engine = factory.kw["bind"]
-    event.listen(engine, "begin", began)
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with StatementLog(factory) as log:
         _, stored, _ = h.turn(message_id)
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
-        event.remove(engine, "begin", began)
     assert h.outbox(stored.outbox_id).text == "hello"
-    assert budget_reads == transcript_reads[:1]
+    assert log.at(r"\bFROM budgets\b") == log.at(TRANSCRIPT_READS)[:1]
 
 
 def test_a_session_that_never_had_images_reads_no_media(factory):
     h = Harness(factory, replies=["hello", "a cat"])
-    media_reads: list[str] = []
-
-    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if re.search(r"\bFROM media\b", " ".join(statement.split())):
-            media_reads.append(statement)
-
-    engine = factory.kw["bind"]
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with StatementLog(factory) as log:
         h.turn(h.say("hi"))
-        assert media_reads == []
+        assert log.at(r"\bFROM media\b") == []
         h.turn(h.say("look", images=(ImageReference("file-1", "cat.png"),)))
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
-    assert media_reads, "a session with an image reads its media"
+    assert log.at(r"\bFROM media\b"), "a session with an image reads its media"
     assert h.session().has_media
     assert "cat.png" in str(h.main.calls[-1])
 
