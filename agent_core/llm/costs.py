@@ -47,6 +47,11 @@ def remember_catalogue_prices(models: Iterable[str]) -> None:
         _litellm_price(model)
 
 
+def catalogue_price(model: str) -> Price | None:
+    """The price litellm's map gave ``model`` before any Router was built for it."""
+    return _litellm_price(model)
+
+
 def _litellm_price(model: str) -> Price | None:
     if model not in _CATALOGUE:
         _CATALOGUE[model] = _read_litellm_price(model)

@@ -19,7 +19,7 @@ from litellm.router import RetryPolicy, Router
 
 from agent_core.config import DEFAULT_CONTEXT_LENGTH, LLMSettings
 from agent_core.errors import ConfigError, ProviderError
-from agent_core.llm.costs import remember_catalogue_prices
+from agent_core.llm.costs import catalogue_price, remember_catalogue_prices
 from agent_core.llm.errors import map_litellm_errors
 from agent_core.llm.model import ChatResult, Message, TextSink, Usage
 from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anthropic_model
@@ -34,6 +34,23 @@ litellm.telemetry = False
 # Hubbub registers no litellm callbacks, and litellm would run its success logging on a
 # thread for every streamed chunk (half the CPU of a streamed reply, measured).
 litellm.disable_streaming_logging = True
+
+UNPRICED = dict.fromkeys(
+    (
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    ),
+    0.0,
+)
+"""The price a Router deployment declares for a model litellm's map does not price.
+
+litellm prices every answer itself, twice per call, and an answer that costs 0 on a map
+entry without explicit rates sends it searching the entry for one (about 2 ms of CPU per
+call, measured). Explicit zeros end that search; Hubbub's own prices
+(:mod:`agent_core.llm.costs`) were read before and are unchanged.
+"""
 
 NO_RETRIES = RetryPolicy(**dict.fromkeys(RetryPolicy.model_fields, 0))
 """The policy of a model with a fallback: its failures hand over at once."""
@@ -129,7 +146,10 @@ class LiteLLMModel:
             params["api_base"] = api_base
         if self._settings.api_key:
             params["api_key"] = self._settings.api_key
-        return {"model_name": model, "litellm_params": params, "model_info": {"id": model}}
+        info: dict[str, Any] = {"id": model}
+        if catalogue_price(model) is None:
+            info |= UNPRICED
+        return {"model_name": model, "litellm_params": params, "model_info": info}
 
     def _build_router(self) -> Router:
         chain = self.chain
