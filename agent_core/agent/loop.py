@@ -660,8 +660,8 @@ class Agent:
     def _finish_round(self, loop: _Loop, tools: _Tools, unfinished: ToolRound) -> None:
         """Run the round's calls that have no stored result, then store the whole round.
 
-        Each result is journaled before the next call runs; a stored result is reused and
-        its call never runs again.
+        Each result of a call that is not repeatable is journaled before the next call
+        runs; a stored result is reused and its call never runs again.
         """
         services, request = self._services, self.request
         loop.tool_calls += len(unfinished.calls)
@@ -672,7 +672,9 @@ class Agent:
             call = unfinished.calls[index]
             draft = ToolResultDraft.of(call, tools.registry.execute(call, tools.context))
             results[index] = draft
-            if index != missing[-1]:  # the last one is stored with the round itself
+            # The last one is stored with the round itself; a repeatable one is not journaled
+            # (a durable commit each): after a crash it simply runs again.
+            if index != missing[-1] and not tools.registry.repeatable(call):
                 with transaction(services.factory) as db:
                     journal.record(db, request.message_id, index, draft)
         loop.tool_seconds += time.perf_counter() - started

@@ -90,6 +90,12 @@ class Tool(ABC):
     """May be moved behind the bridge tools when schemas take too much of the window."""
     allowed_in_groups: bool = True
     """Offered in group chats; otherwise only in private chats."""
+    repeatable: bool = False
+    """Running it again is harmless (it only reads, or repeats to the same effect).
+
+    Its result is not journaled (a durable commit) before the round's next call runs:
+    after a crash the call simply runs again.
+    """
 
     @abstractmethod
     def call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:

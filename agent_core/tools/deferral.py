@@ -75,6 +75,7 @@ class ToolSearch(_Bridge):
     """Find deferred tools by keywords."""
 
     name = "tool_search"
+    repeatable = True
     parameters = {
         "type": "object",
         "properties": {
@@ -118,6 +119,7 @@ class ToolDescribe(_Bridge):
     """One deferred tool's full schema."""
 
     name = "tool_describe"
+    repeatable = True
     description = "The full description and parameter schema of a tool found by tool_search."
     parameters = {
         "type": "object",

@@ -145,8 +145,7 @@ class ToolRegistry:
         function = call.get("function") or {}
         name = str(function.get("name") or "")
         with tracing.nested("hubbub.tool") as span:
-            # A deferred tool called by its own name (learnt from tool_search) runs as well.
-            tool = next((t for t in self._visible if t.name == name), None) or self._tools.get(name)
+            tool = self._resolve(name)
             output = (
                 ToolOutput(self._unknown(name), is_error=True)
                 if tool is None
@@ -161,6 +160,15 @@ class ToolRegistry:
                     }
                 )
             return output
+
+    def repeatable(self, call: dict[str, Any]) -> bool:
+        """Whether running ``call`` again after a crash is harmless (``Tool.repeatable``)."""
+        tool = self._resolve(str((call.get("function") or {}).get("name") or ""))
+        return tool is None or tool.repeatable  # an unknown tool only answers an error
+
+    def _resolve(self, name: str) -> Tool | None:
+        # A deferred tool called by its own name (learnt from tool_search) runs as well.
+        return next((t for t in self._visible if t.name == name), None) or self._tools.get(name)
 
     def execute_all(
         self, calls: Sequence[dict[str, Any]], ctx: ToolContext

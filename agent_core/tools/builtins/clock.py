@@ -12,6 +12,8 @@ from agent_core.tools.base import Tool, ToolContext, ToolError, ToolOutput
 class CurrentTimeTool(Tool):
     """The prompt's date is to the day (prompt cache); this is how the model gets the minute."""
 
+    repeatable = True
+
     name = "current_time"
     description = (
         "The current date and time. timezone: an IANA name such as Europe/Berlin; empty for "

@@ -18,6 +18,8 @@ FOOTER_ROOM = 200
 class ReadToolResultTool(Tool):
     """Its pages are never stored again (``storable=False``), or reading would loop."""
 
+    repeatable = True
+
     name = "read_tool_result"
     description = (
         "Read part of a large tool result that was stored instead of shown, by its ref; "

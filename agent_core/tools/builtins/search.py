@@ -29,6 +29,8 @@ def _where(found: FoundMessage) -> str:
 class SessionSearchTool(Tool):
     """Full-text search over this chat's archived turns and earlier sessions."""
 
+    repeatable = True
+
     name = "session_search"
     description = (
         "Search what was said earlier in this chat but is no longer in your context "
@@ -77,6 +79,8 @@ class SessionSearchTool(Tool):
 
 class RecallTool(Tool):
     """The messages around a search hit, verbatim."""
+
+    repeatable = True
 
     name = "recall"
     description = (

@@ -187,7 +187,15 @@ def _describe(exc: BaseException) -> str:
 def _infos(page: Any) -> list[McpToolInfo]:
     """The tools of one ``tools/list`` page."""
     return [
-        McpToolInfo(t.name, t.description or "", dict(t.input_schema or {})) for t in page.tools
+        McpToolInfo(
+            t.name,
+            t.description or "",
+            dict(t.input_schema or {}),
+            repeatable=bool(
+                t.annotations and (t.annotations.read_only_hint or t.annotations.idempotent_hint)
+            ),
+        )
+        for t in page.tools
     ]
 
 

@@ -27,6 +27,12 @@ class McpToolInfo:
     name: str
     description: str
     input_schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_SCHEMA))
+    repeatable: bool = False
+    """The server says so (``readOnlyHint`` or ``idempotentHint``): see ``Tool.repeatable``.
+
+    A hint from the server's author; it only decides whether a call may run again after a
+    crash, never what the model may call.
+    """
 
 
 class McpToolSource(Protocol):
@@ -66,6 +72,7 @@ class McpTool(Tool):
         schema.setdefault("type", "object")
         self.parameters = schema
         self.allowed_in_groups = server.groups
+        self.repeatable = info.repeatable
 
     def call(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Forward the call to the server through the pool."""

@@ -16,6 +16,8 @@ from agent_core.db.engine import transaction
 from agent_core.db.models import MemoryEntry, Message, MessageKind, TurnState
 from agent_core.llm.model import ChatResult, Usage
 from agent_core.sessions.service import IncomingMessage, record_incoming
+from agent_core.tools import journal
+from agent_core.tools.registry import ToolRegistry
 from tests.fixtures.llm_server import tool_call
 from tests.integration.agent_core.test_agent import COUNTER, Harness
 
@@ -166,6 +168,48 @@ def test_a_turn_run_again_after_a_crash_continues_from_the_stored_round(factory)
         ).all()
     assert len(replies) == 1
     assert stored_reply.outbox_id is not None
+
+
+class Killed(BaseException):
+    """The worker dying inside a tool call (not an error the registry reports)."""
+
+
+def test_only_results_that_must_not_run_twice_are_journaled_before_the_next_call(
+    factory, monkeypatch
+):
+    """A read-only call's result is not committed durably on its own: it may run again."""
+    round_ = calls(
+        tool_call("current_time", {"timezone": "UTC"}, "t1"),
+        tool_call("memory", {"action": "add", "content": "builds run on host7"}, "m1"),
+        tool_call("current_time", {"timezone": "UTC"}, "t2"),
+    )
+    executed: list[str] = []
+    execute = ToolRegistry.execute
+
+    def dying_on_the_third(self: ToolRegistry, call: dict[str, Any], ctx: Any) -> Any:
+        executed.append(call["id"])
+        if call["id"] == "t2" and executed.count("t2") == 1:
+            raise Killed
+        return execute(self, call, ctx)
+
+    monkeypatch.setattr(ToolRegistry, "execute", dying_on_the_third)
+    h = Harness(factory, tools=True, replies=[round_, "Noted."])
+    message_id = h.say("note the build host and the time")
+    with pytest.raises(Killed):
+        h.turn(message_id)
+
+    with transaction(factory) as db:
+        trigger = db.get(Message, message_id)
+        assert trigger is not None
+        left = journal.pending(trigger)
+    assert left is not None
+    assert sorted(left.results) == [1], "only the memory write is kept for the next run"
+
+    outcome, _, _ = h.turn(message_id)
+    assert outcome.text == "Noted."
+    assert executed == ["t1", "m1", "t2", "t1", "t2"]  # the memory write never ran again
+    with transaction(factory) as db:
+        assert db.scalar(select(func.count()).select_from(MemoryEntry)) == 1
 
 
 def test_what_a_compaction_took_out_of_the_prompt_is_found_with_session_search(factory):

@@ -90,6 +90,14 @@ def test_stdio_tools_are_offered_and_called(pool: McpPool) -> None:
     assert first == again, "one process, reused across turns"
 
 
+def test_a_tool_the_server_marks_read_only_is_repeatable_and_no_other(pool: McpPool) -> None:
+    reg = registry(pool, stdio())
+    assert reg.repeatable(call("files__echo", text="x"))
+    assert not reg.repeatable(call("files__hold", marker="m", release="r"))
+    assert not reg.repeatable(call("memory", action="add", content="x"))
+    assert reg.repeatable(call("current_time"))
+
+
 def test_deferred_mcp_tools_are_found_and_called_through_the_bridge(pool: McpPool) -> None:
     reg = registry(pool, stdio(), context_length=4_000)
     assert reg.deferred
