@@ -158,8 +158,9 @@ class _Loop:
     interim_tokens: int | None = None
     """Our count of the last request when it was the interim prompt (a compaction ran)."""
     waiting: list[busy.Waiting] | None = None
-    """The messages waiting when the turn began, read with its transcript: the first safe
-    point uses them unless something slow ran since (a compaction, a resumed round)."""
+    """The messages waiting, read with the transcript (as the turn began, as its last tool
+    round was stored): the next safe point uses them unless something slow ran since (a
+    compaction)."""
     budgeted: bool = False
     """The tenant had budgets when the turn began (read with its transcript): only then are
     calls reserved against them and warnings looked for. A budget added meanwhile holds
@@ -212,8 +213,6 @@ class Agent:
             self._hygiene(loop, engine)
         if loop.unfinished is not None and loop.tools is not None:
             self._finish_round(loop, loop.tools, loop.unfinished)
-        if loop.compactions or loop.unfinished is not None:
-            loop.waiting = None
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
             if (stopped := self._interrupted(loop)) is not None:
@@ -237,11 +236,9 @@ class Agent:
                     end = TurnEnd.STEP_LIMIT
                     loop.notices.append(notices.step_limit(self._services.max_iterations))
                 return self._outcome(loop, end, text)
-            # A safe point: the tools of a stopped turn do not run (its call is charged).
-            if (stopped := self._interrupted(loop)) is not None:
-                return stopped
             engine.update_from_response(result.usage)
-            self._run_tools(loop, offered, result)
+            if (stopped := self._run_tools(loop, offered, result)) is not None:
+                return stopped
             if compress:
                 self._post_response(loop, engine)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -276,13 +273,7 @@ class Agent:
                 services.prompts.today(),
                 load_memory=lambda: services.prompts.memory(db, chat_session),
             )
-            view = load_view(
-                db,
-                request.session_id,
-                services.counter,
-                up_to_anchor=request.anchor_seq,
-                vision=self._vision,
-            )
+            view = self._read_view(db)
             rounds = SessionRepository.from_session(db).tool_rounds(
                 request.session_id, request.anchor_seq
             )
@@ -500,6 +491,7 @@ class Agent:
             overhead_tokens=tools.schema_tokens if tools is not None else 0,
         )
         loop.compactions.append(report)
+        loop.waiting = None  # a compaction takes time: the next safe point looks afresh
         if report.aborted:
             loop.notices.append(notices.aborted_compaction(report))
         if report.status is not RunStatus.BUSY:
@@ -508,21 +500,23 @@ class Agent:
 
     def _reload(self, loop: _Loop, engine: ContextEngine | None = None) -> None:
         """Read the transcript (and, after a compaction, state and prompt) again."""
-        services = self._services
-        with transaction(services.factory, durable=False) as db:
-            view = load_view(
-                db,
-                self.request.session_id,
-                services.counter,
-                up_to_anchor=self.request.anchor_seq,
-                vision=self._vision,
-            )
+        with transaction(self._services.factory, durable=False) as db:
+            view = self._read_view(db)
         if view is None:
             return
         loop.view = view
         if engine is not None:
             loop.system_prompt = view.system_prompt or loop.system_prompt
             engine.on_session_start(view.state)
+
+    def _read_view(self, db: Session) -> SessionView | None:
+        return load_view(
+            db,
+            self.request.session_id,
+            self._services.counter,
+            up_to_anchor=self.request.anchor_seq,
+            vision=self._vision,
+        )
 
     def _warn_ineffective_once(self, loop: _Loop) -> None:
         with transaction(self._services.factory, durable=False) as db:
@@ -645,17 +639,23 @@ class Agent:
     def _compacting_elsewhere(self) -> bool:
         return lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
 
-    def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> None:
+    def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> TurnOutcome | None:
         """Run one response's tool calls and store the exchange (durable at once).
 
         The calls are journaled before the first one runs, so a run of this turn after a
         crash resumes them instead of asking the model again (:mod:`agent_core.tools.journal`).
+        That transaction is also a safe point: a stopped turn's tools do not run (its
+        call is charged); the outcome to stop with is returned.
         """
         calls = [dict(call) for call in result.tool_calls or ()]
         with transaction(self._services.factory) as db:
             self._charge(db, loop)  # paid for with the journal: a resumed run never asks again
+            stopped = self._stopped_by(loop, self._waiting(db))
+            if stopped is not None:
+                return stopped
             unfinished = journal.begin(db, self.request.message_id, result.content, calls)
         self._finish_round(loop, tools, unfinished)
+        return None
 
     def _finish_round(self, loop: _Loop, tools: _Tools, unfinished: ToolRound) -> None:
         """Run the round's calls that have no stored result, then store the whole round.
@@ -712,8 +712,14 @@ class Agent:
                 counter=services.counter,
             )
             journal.clear(trigger)
+            db.flush()
+            # Read back with the round, and the next safe point's look with them: no
+            # transaction of their own.
+            view = self._read_view(db)
+            loop.waiting = self._waiting(db)
         loop.unfinished = None
-        self._reload(loop)
+        if view is not None:
+            loop.view = view
 
     def _outcome(self, loop: _Loop, end: TurnEnd, text: str) -> TurnOutcome:
         return TurnOutcome(

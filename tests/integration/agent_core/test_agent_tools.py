@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from agent_core import notices
-from agent_core.agent import TurnEnd
+from agent_core.agent import Agent, TurnEnd, TurnRequest
 from agent_core.agent.steer import MARKER_CLOSE, MARKER_OPEN
 from agent_core.db.engine import transaction
 from agent_core.db.models import MemoryEntry, Message, MessageKind, TurnState
@@ -19,7 +19,12 @@ from agent_core.sessions.service import IncomingMessage, record_incoming
 from agent_core.tools import journal
 from agent_core.tools.registry import ToolRegistry
 from tests.fixtures.llm_server import tool_call
-from tests.integration.agent_core.test_agent import COUNTER, Harness
+from tests.integration.agent_core.test_agent import (
+    COUNTER,
+    TRANSCRIPT_READS,
+    Harness,
+    StatementLog,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -168,6 +173,35 @@ def test_a_turn_run_again_after_a_crash_continues_from_the_stored_round(factory)
         ).all()
     assert len(replies) == 1
     assert stored_reply.outbox_id is not None
+
+
+WAITING = r"^SELECT messages.id, messages.seq, messages.created_at, messages.kind\b"
+"""The look at the messages waiting behind the turn (a ``/stop``?)."""
+
+
+def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory):
+    """Before its tools run the turn looks as it journals them; after, as it stores the
+    round and reads it back: a round costs no transaction of its own for either."""
+    h = Harness(
+        factory,
+        tools=True,
+        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
+    )
+    message_id = h.say("what time is it?")
+    with transaction(factory) as db:
+        message = db.get(Message, message_id)
+        assert message is not None
+        request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+    with StatementLog(factory) as log:
+        outcome = Agent(h.services, request).run()
+    assert outcome.end is TurnEnd.REPLY
+    journaled = log.at(r"^UPDATE messages SET meta")
+    stored_round = log.at(r"^INSERT INTO messages")
+    looks = log.at(WAITING)
+    assert len(looks) == 3, "as the turn began, before the tools, before the second call"
+    assert looks[1] == journaled[0], "the look before the tools is in the journal's transaction"
+    assert looks[2] == stored_round[-1], "the next look is read back with the stored round"
+    assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "so is the transcript"
 
 
 class Killed(BaseException):
