@@ -645,9 +645,14 @@ class Agent:
         The calls are journaled before the first one runs, so a run of this turn after a
         crash resumes them instead of asking the model again (:mod:`agent_core.tools.journal`).
         That transaction is also a safe point: a stopped turn's tools do not run (its
-        call is charged); the outcome to stop with is returned.
+        call is charged); the outcome to stop with is returned. A round of repeatable
+        calls only (reads) is not journaled: a run after a crash asks the model again, and
+        a stop is seen as the round is stored, before the next call.
         """
         calls = [dict(call) for call in result.tool_calls or ()]
+        if all(tools.registry.repeatable(call) for call in calls):
+            self._finish_round(loop, tools, ToolRound(result.content, tuple(calls), {}))
+            return None
         with transaction(self._services.factory) as db:
             self._charge(db, loop)  # paid for with the journal: a resumed run never asks again
             stopped = self._stopped_by(loop, self._waiting(db))

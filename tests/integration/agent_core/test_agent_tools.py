@@ -179,21 +179,22 @@ WAITING = r"^SELECT messages.id, messages.seq, messages.created_at, messages.kin
 """The look at the messages waiting behind the turn (a ``/stop``?)."""
 
 
-def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory):
-    """Before its tools run the turn looks as it journals them; after, as it stores the
-    round and reads it back: a round costs no transaction of its own for either."""
-    h = Harness(
-        factory,
-        tools=True,
-        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
-    )
-    message_id = h.say("what time is it?")
-    with transaction(factory) as db:
+def _run_logged(h: Harness, message_id: int) -> tuple[Any, StatementLog]:
+    with transaction(h.factory) as db:
         message = db.get(Message, message_id)
         assert message is not None
         request = TurnRequest(message.session_id, message.id, message.anchor_seq)
-    with StatementLog(factory) as log:
+    with StatementLog(h.factory) as log:
         outcome = Agent(h.services, request).run()
+    return outcome, log
+
+
+def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory):
+    """Before its tools run the turn looks as it journals them; after, as it stores the
+    round and reads it back: a round costs no transaction of its own for either."""
+    remember = tool_call("memory", {"action": "add", "content": "builds run on host7"}, "m1")
+    h = Harness(factory, tools=True, replies=[calls(remember), "Noted."])
+    outcome, log = _run_logged(h, h.say("note the build host"))
     assert outcome.end is TurnEnd.REPLY
     journaled = log.at(r"^UPDATE messages SET meta")
     stored_round = log.at(r"^INSERT INTO messages")
@@ -202,6 +203,23 @@ def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory
     assert looks[1] == journaled[0], "the look before the tools is in the journal's transaction"
     assert looks[2] == stored_round[-1], "the next look is read back with the stored round"
     assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "so is the transcript"
+
+
+def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
+    """Running reads again after a crash is harmless: the round is not journaled first."""
+    h = Harness(
+        factory,
+        tools=True,
+        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
+    )
+    outcome, log = _run_logged(h, h.say("what time is it?"))
+    assert outcome.end is TurnEnd.REPLY
+    assert outcome.tool_calls == 1
+    stored_round = log.at(r"^INSERT INTO messages")
+    assert log.transactions == 2, "the turn's start, then the round stored"
+    assert set(stored_round) == {2}
+    assert log.at(WAITING) == [1, 2], "a stop is looked for as the round is stored"
+    assert [r.role for r in stored(h)] == ["user", "assistant", "tool"]
 
 
 class Killed(BaseException):
