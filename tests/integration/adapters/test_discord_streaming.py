@@ -8,6 +8,7 @@ per-channel buckets (5 posts and 5 edits per 5 s), so a reply streamed too fast 
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from sqlalchemy import select
 
 from adapters.base import DRAFT_MARK
 from adapters.discord.chunks import render_chunks
-from agent_core.db.models import OutboxEntry
+from agent_core.db.models import OutboxEntry, ReplyStream
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.platform_servers.discord import (
     DM_ID,
@@ -275,6 +276,51 @@ def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(
     assert len(posts) == 2, "posted once more only with the same nonce, then never again"
     assert posts[0]["nonce"] == posts[1]["nonce"]
     assert fake.edits == []
+
+
+def test_a_draft_deleted_mid_stream_is_replaced_with_the_rest_of_the_reply(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake: FakeDiscord,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(LONG_REPLY, pause_after=240, resume=resume))
+    env = _env(
+        sqlite_db, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="1.0"
+    )
+    gateway = _start(gateway_factory, env, fake)
+    final = render_chunks(LONG_REPLY)
+    _ask(fake)
+    first, _ = wait_until(
+        lambda: len(fake.sent_messages(DM_ID)) >= 2 and fake.sent_messages(DM_ID)[:2],
+        timeout=90,
+        what="two drafts",
+    )
+    fake.delete(first.message["id"])
+    resume.set()
+
+    state = wait_until(
+        lambda: _outbox_state(gateway) in ("sent", "failed", "unknown") and _outbox_state(gateway),
+        timeout=90,
+        what="the reply's outcome",
+    )
+
+    assert state == "sent"
+    assert fake.shown(DM_ID) == final, "one complete reply: the rest of it posted anew"
+    sent = fake.sent_messages(DM_ID)
+    drafts, posted = sent[: -len(final)], sent[-len(final) :]
+    assert all(m.content.endswith(DRAFT_MARK) for m in drafts)
+    assert [m.content for m in posted] == final, "each message of it posted once"
+    assert all(m.message["id"] in fake.deleted for m in drafts), "every draft went"
+    assert _recorded(gateway) == [posted[0].message["id"]], "the new one is recorded"
+
+
+def _recorded(gateway: GatewayServer) -> list[str]:
+    with gateway.runtime.factory() as db:
+        return list(db.scalars(select(ReplyStream.message_ids)).one())
 
 
 def _outbox_state(gateway: GatewayServer) -> str | None:

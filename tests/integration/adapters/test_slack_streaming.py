@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from sqlalchemy import select
 from adapters.base import DRAFT_MARK
 from adapters.slack.chunks import MAX_MESSAGE_CHARS, render_chunks
 from adapters.slack.mrkdwn import escape
-from agent_core.db.models import OutboxEntry
+from agent_core.db.models import OutboxEntry, ReplyStream
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.slack import (
@@ -353,6 +354,47 @@ def test_a_mention_in_a_channel_streams_in_the_thread_under_it(
     assert draft["thread_ts"] == "1732799200.000300", "the draft starts the thread"
     assert fake_slack.channel_messages("C0GENERAL")[0]["thread_ts"] == "1732799200.000300"
     assert len(_assert_clean_updates(fake_slack)) >= 2
+
+
+def test_a_draft_deleted_mid_stream_is_replaced_by_one_new_message(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(REPLY, pause_after=20, resume=resume))
+    gateway = gateway_factory(
+        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+    )
+    final = _final(REPLY)
+    _ask(gateway)
+    (draft,) = wait_until(
+        lambda: fake_slack.calls_to("chat.postMessage"), timeout=90, what="the draft"
+    )
+    fake_slack.delete(DM, draft.response["ts"])
+    resume.set()
+
+    state = wait_until(
+        lambda: _outbox_state(gateway) in ("sent", "failed", "unknown") and _outbox_state(gateway),
+        timeout=90,
+        what="the reply's outcome",
+    )
+
+    assert state == "sent"
+    assert fake_slack.shown(DM) == final, "one complete reply"
+    _, posted = fake_slack.calls_to("chat.postMessage")
+    assert posted.params["text"] == final[0], "the reply posted anew, in mrkdwn, once"
+    refused = [c for c in fake_slack.calls_to("chat.update") if c.answered == "message_not_found"]
+    assert len(refused) == 2, "a draft update found it gone and streaming stopped; then the final"
+    assert _recorded(gateway) == [f"{DM}:{posted.response['ts']}"], "the new one is recorded"
+
+
+def _recorded(gateway: GatewayServer) -> list[str]:
+    with gateway.runtime.factory() as db:
+        return list(db.scalars(select(ReplyStream.message_ids)).one())
 
 
 def _outbox_state(gateway: GatewayServer) -> str | None:

@@ -8,6 +8,7 @@ as a failed call.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from adapters.telegram.chunks import render_chunks
-from agent_core.db.models import OutboxEntry
+from agent_core.db.models import OutboxEntry, ReplyStream
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.telegram import (
@@ -216,6 +217,48 @@ def test_a_draft_post_with_a_lost_answer_is_marked_never_doubled(
     assert "parse_mode" not in draft, "it was the plain-text draft"
     assert REPLY.startswith(draft["_visible"])
     assert telegram.calls("editMessageText") == []
+
+
+def test_a_draft_deleted_mid_stream_is_replaced_by_one_new_message(
+    sqlite_db: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    telegram: FakeTelegram,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(REPLY, pause_after=20, resume=resume))
+    env = _env(sqlite_db, tmp_path, fake_llm, telegram, streaming="on", stream_edit_interval="0.4")
+    gateway = gateway_factory(settings_from_env(env))
+    chat = 4_200_005
+    telegram.push_update(retarget(payload("private_text"), chat))
+    (draft,) = wait_until(lambda: telegram.sent_messages(chat), timeout=90, what="the draft")
+    telegram.delete(chat, draft["_message_id"])
+    resume.set()
+
+    state = wait_until(
+        lambda: _outbox_state(gateway) in ("sent", "failed", "unknown") and _outbox_state(gateway),
+        timeout=90,
+        what="the reply's outcome",
+    )
+
+    assert state == "sent"
+    assert telegram.messages(chat) == [telegram_visible(FINAL.html)], "one complete reply"
+    gone, posted = telegram.sent_messages(chat)
+    assert posted["text"] == FINAL.html, "the reply posted anew, formatted, once"
+    refused = [
+        c.params
+        for c in telegram.calls("editMessageText")
+        if str(c.params["message_id"]) == str(gone["_message_id"]) and not c.params.get("_ok")
+    ]
+    assert len(refused) == 2, "a draft edit found it gone and streaming stopped; then the final"
+    assert _recorded(gateway) == [f"{chat}:{posted['_message_id']}"], "the new one is recorded"
+
+
+def _recorded(gateway: GatewayServer) -> list[str]:
+    with gateway.runtime.factory() as db:
+        return list(db.scalars(select(ReplyStream.message_ids)).one())
 
 
 def _outbox_state(gateway: GatewayServer) -> str | None:
