@@ -7,6 +7,7 @@ Deliverers send replies; webhook handlers and listeners receive events and pass
 
     AdapterError
     ├── DeliveryError(retryable, maybe_sent, delivered…)   sending a reply failed
+    │   └── MessageGone                                    the message to edit was deleted
     └── WebhookVerificationError(status)                  an inbound request failed verification
 
 A request whose answer was lost may have reached the platform. Only the deliverer knows
@@ -150,6 +151,19 @@ def _rebuild_delivery_error(
     )
 
 
+class MessageGone(DeliveryError):
+    """The message to edit no longer exists (a person deleted it): the edit did not apply.
+
+    The platform's answer proves it, so the text may go out in a new message instead.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MessageGone, (str(self),))
+
+
 class DeliveryProgress:
     """Which chunks of one reply the platform has, across attempts, and what is unsettled.
 
@@ -234,12 +248,16 @@ class Deliverer(ABC):
         """Close clients; the default does nothing."""
 
     @abstractmethod
-    async def deliver(self, message: OutboundMessage) -> list[str]:
+    async def deliver(
+        self, message: OutboundMessage, drafts: DraftRecord | None = None
+    ) -> list[str]:
         """Send the reply (split as the platform needs) and return the platform's message ids.
 
         Chunks before ``message.delivered_chunks`` are not sent again; their ids lead the
         result. When ``message.unsettled_since`` is set, an earlier attempt may have posted
         the following chunks: the deliverer settles that before sending them, or raises.
+        A streamed draft someone deleted is replaced by a new message, recorded in
+        ``drafts`` (without it, the deletion fails the delivery).
 
         Raises:
             DeliveryError: the platform refused, could not be reached, or may have the
@@ -279,6 +297,27 @@ DRAFT_MARK = " ▌"
 drops it, always changes the message."""
 
 
+class DraftRecord(ABC):
+    """Where a final delivery records the new message that replaces a deleted draft.
+
+    The record is what a later attempt edits (``streamed_ids``): it must say a replacement
+    is under way before the post leaves, and name it right after, so that an attempt that
+    runs again edits the new message and never posts another.
+    """
+
+    @abstractmethod
+    async def replacing(self, part: int) -> None:
+        """Record, durably and before the post, that draft ``part`` is being replaced.
+
+        The drafts from ``part`` on are no longer the reply's, and a new message for
+        ``part`` may appear: the record is unsettled until :meth:`replaced`.
+        """
+
+    @abstractmethod
+    async def replaced(self, message_id: str | None) -> None:
+        """The new message for the part is ``message_id``; ``None``: it was not posted."""
+
+
 class DraftEditor(ABC):
     """What a deliverer that streams replies adds: post a draft message, then edit it.
 
@@ -308,6 +347,7 @@ class DraftEditor(ABC):
         """Replace a draft message's text (unchanged text is no error).
 
         Raises:
+            MessageGone: the draft was deleted.
             DeliveryError: not edited; ``retry_after`` when rate limited.
         """
 

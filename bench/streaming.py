@@ -14,8 +14,10 @@ Per reply: time from the message being handed to the gateway to the first draft 
 visible text) and to the final formatted text, and how many edits (web chat: drafts)
 it took.
 
-Usage: ``python -m bench.streaming [--chats N] [--tokens-per-second R] [--words W]``;
-prints JSON and stops by itself (each reply is waited for at most ``--timeout`` seconds).
+Usage: ``python -m bench.streaming [--platforms telegram,slack] [--chats N]
+[--tokens-per-second R] [--words W]``; ``--platforms`` picks the rounds to run (default
+all: telegram, discord, slack, webchat), in the order given. Prints JSON and stops by
+itself (each reply is waited for at most ``--timeout`` seconds).
 """
 
 from __future__ import annotations
@@ -405,9 +407,40 @@ def bench_webchat(
         return row
 
 
+Round = Callable[[int, float, int, float], dict[str, Any]]
+ROUNDS: dict[str, Round] = {
+    "telegram": bench_telegram,
+    "discord": bench_discord,
+    "slack": bench_slack,
+    "webchat": bench_webchat,
+}
+"""Each platform's round, in the default order."""
+
+
+def platform_list(value: str) -> list[str]:
+    """``--platforms``: comma-separated round names, in the order given, each once.
+
+    Raises:
+        argparse.ArgumentTypeError: a name is not a platform's, or none is given.
+    """
+    names = [name.strip().lower() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ROUNDS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected platforms among {', '.join(ROUNDS)}, got {value!r}"
+        )
+    return list(dict.fromkeys(names))
+
+
 def main() -> None:
-    """Run every platform and print one JSON document."""
+    """Run the chosen platforms (all by default) and print one JSON document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--platforms",
+        type=platform_list,
+        default=list(ROUNDS),
+        help=f"comma-separated, default all: {','.join(ROUNDS)}",
+    )
     parser.add_argument("--chats", type=int, default=20)
     parser.add_argument("--tokens-per-second", type=float, default=30.0)
     parser.add_argument("--words", type=int, default=120, help="words (tokens) per reply")
@@ -415,8 +448,8 @@ def main() -> None:
     args = parser.parse_args()
     probe = speed_probe_ms()
     results = [
-        bench(args.chats, args.tokens_per_second, args.words, args.timeout)
-        for bench in (bench_telegram, bench_discord, bench_slack, bench_webchat)
+        ROUNDS[name](args.chats, args.tokens_per_second, args.words, args.timeout)
+        for name in args.platforms
     ]
     print(
         json.dumps(

@@ -12,6 +12,7 @@ not left looking undelivered.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from adapters.base import Deliverer, DeliveryError, DraftEditor
+from adapters.base import Deliverer, DeliveryError, DraftEditor, DraftRecord
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.pacing import waiting_in_all_at_most
 from adapters.registry import create_deliverer
@@ -88,6 +89,34 @@ def _outbound(
         streamed_ids=tuple(streamed.message_ids) if streamed is not None else (),
         stream_unsettled=streamed is not None and streamed.unsettled,
     )
+
+
+class RecordedDrafts(DraftRecord):
+    """A streamed reply's ``reply_streams`` row, for a delivery that replaces a deleted draft.
+
+    Each write is committed durably before the deliverer goes on (off its event loop): the
+    row must say a replacement is under way before the post leaves, and name it after.
+    """
+
+    def __init__(self, factory: sessionmaker[Session], trigger_message_id: int) -> None:
+        self._factory = factory
+        self._trigger = trigger_message_id
+
+    async def replacing(self, part: int) -> None:
+        """The drafts from ``part`` on leave the record; a replacement is under way."""
+        await asyncio.to_thread(
+            self._write, lambda repo: repo.stream_replacing(self._trigger, part)
+        )
+
+    async def replaced(self, message_id: str | None) -> None:
+        """The replacement is ``message_id`` (``None``: not posted); the record is settled."""
+        await asyncio.to_thread(
+            self._write, lambda repo: repo.stream_posted(self._trigger, message_id)
+        )
+
+    def _write(self, write: Callable[[OutboxRepository], None]) -> None:
+        with transaction(self._factory) as db:
+            write(OutboxRepository.from_session(db))
 
 
 def _log_record_retry(state: RetryCallState) -> None:
@@ -172,8 +201,13 @@ class DeliveryService:
             return False
         try:
             outbound = _outbound(claim, deliverer.config.bot_name, streamed)
+            drafts = (
+                RecordedDrafts(self._factory, claim.trigger_message_id)
+                if outbound.streamed_ids
+                else None
+            )
             ids = loop.run(
-                waiting_in_all_at_most(PACING_BUDGET_SECONDS, deliverer.deliver(outbound)),
+                waiting_in_all_at_most(PACING_BUDGET_SECONDS, deliverer.deliver(outbound, drafts)),
                 timeout=SEND_TIMEOUT_SECONDS,
             )
         except DeliveryError as exc:

@@ -11,7 +11,9 @@ Exactly once: before a new draft message is posted, the outbox's ``reply_streams
 says a post is under way (durable); its id is recorded right after, before any edit of it.
 A turn that runs again (a worker killed mid-stream) starts from the recorded messages and
 edits them; a post whose outcome is unknown stops streaming for the turn, and the final
-delivery marks the reply unknown where the platform cannot settle it. Nothing here ever
+delivery marks the reply unknown where the platform cannot settle it. A draft someone
+deleted stops streaming too: the final delivery posts the rest of the reply anew and
+records the new message in the deleted one's place. Nothing here ever
 fails the turn: a streaming problem stops streaming, and the reply is delivered as usual.
 
 Web chat has no platform messages to edit: a :class:`FeedStreamer` publishes the reply so
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from adapters.base import DeliveryError, DraftEditor
+from adapters.base import DeliveryError, DraftEditor, MessageGone
 from adapters.messages import ChatTarget
 from adapters.pacing import waiting_at_most
 from adapters.webchat.feed import STREAM_META_KEY
@@ -210,6 +212,14 @@ class DraftStreamer:
                 ),
                 timeout=DRAFT_CALL_TIMEOUT_SECONDS,
             )
+        except MessageGone:
+            # Someone deleted the draft: the final delivery posts the reply anew.
+            self.stopped = True
+            log.info(
+                "a draft was deleted while the reply streamed; not streaming it further",
+                extra={"trigger_message_id": self._target.trigger_message_id},
+            )
+            return
         except DeliveryError as exc:
             if not exc.retryable:
                 self.stopped = True

@@ -20,7 +20,10 @@ Streaming (:class:`~adapters.base.DraftEditor`, see :mod:`workers.streaming`): a
 posted like a part (with a fresh nonce, so a post whose answer was lost is settled by
 posting it once more at once) and grows by message edits; drafts end with
 :data:`~adapters.base.DRAFT_MARK`. The final delivery (``streamed_ids``) edits the drafts
-into the formatted parts, posts the parts past them and deletes drafts left over.
+into the formatted parts, posts the parts past them and deletes drafts left over. A draft
+someone deleted (10008 Unknown Message) is replaced: the drafts after it are deleted and the
+rest of the reply is posted as new parts, the first recorded in its place
+(:class:`~adapters.base.DraftRecord`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from adapters.base import (
     DeliveryError,
     DeliveryProgress,
     DraftEditor,
+    DraftRecord,
+    MessageGone,
 )
 from adapters.discord.chunks import MESSAGE_LIMIT, render_chunks, split_message
 from adapters.discord.endpoints import use_api_base
@@ -48,6 +53,7 @@ from adapters.discord.errors import (
     created_nothing,
     delivery_error,
     describe,
+    is_gone,
     is_invalid_form,
     is_transient,
     retry_after,
@@ -116,8 +122,14 @@ class DiscordDeliverer(Deliverer, DraftEditor):
         if client is not None:
             await client.close()
 
-    async def deliver(self, message: OutboundMessage) -> list[str]:
+    async def deliver(
+        self, message: OutboundMessage, drafts: DraftRecord | None = None
+    ) -> list[str]:
         """Send the reply, split under Discord's limit; returns the message ids in order.
+
+        A draft someone deleted (its edit answers 10008 Unknown Message) is replaced: the
+        drafts after it are deleted and the rest of the reply is posted as new messages,
+        the first of them recorded in ``drafts`` in the deleted draft's place.
 
         Raises:
             DeliveryError: Discord refused, could not be reached, or may have posted a part
@@ -135,24 +147,38 @@ class DiscordDeliverer(Deliverer, DraftEditor):
             raise DeliveryError("the reply is empty; Discord cannot post it", retryable=False)
         reference = _reference(channel, message.chat_type, message.reply_to_message_id)
         progress = DeliveryProgress(message)
-        streamed = message.streamed_ids
+        streamed = list(message.streamed_ids)
         if message.stream_unsettled:
             raise progress.unknown(
-                "a draft of this reply may or may not have been posted; not sent again, so "
-                "nothing is sent twice"
+                "a draft of this reply (or the message replacing one) may or may not have been "
+                "posted; not sent again, so nothing is sent twice"
             )
+        edited = progress.chunks
+        replacing: DraftRecord | None = None  # a deleted draft's replacement is due
         try:
             async with asyncio.timeout(DELIVERY_BUDGET_SECONDS):
-                for index in range(progress.chunks, len(chunks)):
-                    if index < len(streamed):
-                        await self._edit(channel, streamed[index], chunks[index])
-                        progress.delivered([streamed[index]])
-                        continue
+                while edited < min(len(streamed), len(chunks)):
+                    try:
+                        await self._edit(channel, streamed[edited], chunks[edited])
+                    except discord.NotFound as exc:
+                        if drafts is None or not is_gone(exc):
+                            raise
+                        replacing = drafts
+                        break
+                    progress.delivered([streamed[edited]])
+                    edited += 1
+                for index in range(edited, len(chunks)):
                     self._check_nonce_window(message, progress)
                     nonce = _nonce(message.delivery_id, index)
-                    ids = await self._send(
-                        channel, chunks[index], reference if index == 0 else None, nonce
-                    )
+                    to = reference if index == 0 else None
+                    if replacing is None:
+                        ids = await self._send(channel, chunks[index], to, nonce)
+                    else:
+                        streamed = await self._drop_drafts(channel, streamed, index, replacing)
+                        ids = await self._replace(
+                            channel, chunks[index], to, nonce, replacing, progress
+                        )
+                        replacing = None
                     progress.delivered(ids)
         except SEND_FAILURES as exc:
             if progress.chunks < len(streamed):
@@ -164,6 +190,62 @@ class DiscordDeliverer(Deliverer, DraftEditor):
         for leftover in streamed[len(chunks) :]:
             await self._delete(channel, leftover)
         return progress.ids
+
+    async def _drop_drafts(
+        self,
+        channel: discord.PartialMessageable,
+        streamed: list[str],
+        index: int,
+        drafts: DraftRecord,
+    ) -> list[str]:
+        """Draft ``index`` is gone: the ones after it go too, and the record says so.
+
+        Returns the drafts the reply still has (those before ``index``).
+        """
+        log.info(
+            "a streamed draft was deleted; the rest of the reply goes out as new messages",
+            extra={"channel_id": channel.id, "part": index},
+        )
+        for leftover in streamed[index + 1 :]:
+            await self._delete(channel, leftover)
+        await drafts.replacing(index)
+        return streamed[:index]
+
+    async def _replace(
+        self,
+        channel: discord.PartialMessageable,
+        chunk: str,
+        reference: discord.MessageReference | None,
+        nonce: str,
+        drafts: DraftRecord,
+        progress: DeliveryProgress,
+    ) -> list[str]:
+        """Post a deleted draft's chunk as a new message and record it in the draft's place.
+
+        A post whose answer was lost is posted once more with the same nonce, which
+        Discord answers with the message it created, if it did.
+
+        Raises:
+            DeliveryError: ``maybe_sent`` and final: it may have been posted and could not
+                be settled (the record stays unsettled).
+            discord.DiscordException: Discord refused it (nothing was posted; recorded so).
+        """
+        try:
+            ids = await self._send(channel, chunk, reference, nonce)
+        except SEND_FAILURES as exc:
+            if created_nothing(exc):
+                await drafts.replaced(None)
+                raise
+            log.info("the answer to a deleted draft's replacement was lost; settling it by nonce")
+            try:
+                ids = await self._send(channel, chunk, reference, nonce)
+            except SEND_FAILURES as again:
+                raise progress.unknown(
+                    f"{describe(again)}; the message replacing a deleted draft may have been "
+                    "posted; not sent again, so nothing is sent twice"
+                ) from again
+        await drafts.replaced(ids[0])
+        return ids
 
     async def post_draft(self, target: ChatTarget, text: str) -> str:
         """Post a draft (replying to the message it answers in groups); returns its id.
@@ -206,6 +288,7 @@ class DiscordDeliverer(Deliverer, DraftEditor):
         """Replace a draft's text.
 
         Raises:
+            MessageGone: the draft was deleted.
             DeliveryError: not edited (``retry_after`` when rate limited).
         """
         channel_id = message_snowflake(target.thread_id or target.chat_id)
@@ -216,6 +299,8 @@ class DiscordDeliverer(Deliverer, DraftEditor):
         try:
             await self._edit(channel, message_id, text + DRAFT_MARK)
         except SEND_FAILURES as exc:
+            if is_gone(exc):
+                raise MessageGone(f"the draft was deleted: {describe(exc)}") from exc
             raise DeliveryError(
                 describe(exc), retryable=is_transient(exc), retry_after=retry_after(exc)
             ) from exc

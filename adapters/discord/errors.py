@@ -26,6 +26,8 @@ TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 520, 522, 524})
 """HTTP statuses that may pass if the same request is made later."""
 INVALID_FORM_BODY = 50035
 """Discord's error code for a request body it refuses (e.g. content it cannot accept)."""
+UNKNOWN_MESSAGE = 10008
+"""Discord's error code (with a 404) for a message that does not exist, or no longer."""
 MISSING_ACCESS = 50001
 MISSING_PERMISSIONS = 50013
 
@@ -49,6 +51,11 @@ def is_invalid_form(exc: BaseException) -> bool:
         and exc.status == 400
         and exc.code == INVALID_FORM_BODY
     )
+
+
+def is_gone(exc: BaseException) -> bool:
+    """Whether Discord says the message to edit or delete does not exist (any more)."""
+    return isinstance(exc, discord.NotFound) and exc.code == UNKNOWN_MESSAGE
 
 
 def delivery_error(exc: BaseException, progress: DeliveryProgress) -> DeliveryError:

@@ -1,6 +1,7 @@
 """Discord application (slash) commands: the chat commands people reach from Discord's menu.
 
-``/new``, ``/compress [focus]``, ``/usage``, ``/stop``, ``/model [name]`` and ``/help``.
+``/new``, ``/compress [focus]``, ``/usage``, ``/memory``, ``/forget [text]``, ``/stop``,
+``/model [name]`` and ``/help``.
 
 They are registered with one bulk overwrite (``PUT /applications/{id}/commands``) when
 the listener starts. An interaction must be answered within three seconds, long before a
@@ -38,12 +39,15 @@ DESCRIPTIONS = {
     "new": "Start a fresh session (the old conversation is kept)",
     "compress": "Summarise the conversation so far to free up context",
     "usage": "Show how much of the model's context window is in use",
+    "memory": "What I remember about you in this chat",
+    "forget": "Forget what I remember about you here",
     "stop": "Stop the reply I am writing now",
     "model": "List the models, or switch this chat to one",
     "help": "List the commands",
 }
 FOCUS_DESCRIPTION = "What the summary should keep in most detail (optional)"
 MODEL_NAME_DESCRIPTION = "The model to switch this chat to (leave out to list them)"
+FORGET_TEXT_DESCRIPTION = "Forget only what contains this text (leave out to forget all)"
 
 
 class SlashCommands:
@@ -68,6 +72,15 @@ class SlashCommands:
         @tree.command(name="usage", description=DESCRIPTIONS["usage"])
         async def usage(interaction: discord.Interaction) -> None:
             await self.invoke(interaction, "usage", "")
+
+        @tree.command(name="memory", description=DESCRIPTIONS["memory"])
+        async def memory(interaction: discord.Interaction) -> None:
+            await self.invoke(interaction, "memory", "")
+
+        @tree.command(name="forget", description=DESCRIPTIONS["forget"])
+        @app_commands.describe(text=FORGET_TEXT_DESCRIPTION)
+        async def forget(interaction: discord.Interaction, text: str | None = None) -> None:
+            await self.invoke(interaction, "forget", (text or "").strip())
 
         @tree.command(name="stop", description=DESCRIPTIONS["stop"])
         async def stop(interaction: discord.Interaction) -> None:

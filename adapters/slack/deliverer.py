@@ -21,7 +21,9 @@
   history; if it cannot be found yet, streaming stops and the final delivery reads the
   history for the drafts there. The final delivery edits the drafts into the mrkdwn
   chunks (which then carry the chunk metadata), posts the chunks past them and deletes
-  drafts left over.
+  drafts left over. A draft someone deleted (``message_not_found``) is replaced: the
+  drafts after it are deleted and the rest of the reply is posted as new chunks, the first
+  recorded in its place (:class:`~adapters.base.DraftRecord`).
 - Typing: bots have no typing indicator; in threads the assistant status ("is
   thinking…") is shown where the workspace allows it, and Slack clears it on the reply.
 """
@@ -47,6 +49,8 @@ from adapters.base import (
     DeliveryError,
     DeliveryProgress,
     DraftEditor,
+    DraftRecord,
+    MessageGone,
 )
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.slack.chunks import MAX_MESSAGE_CHARS, Chunk, render_chunks
@@ -71,6 +75,8 @@ REPLY_EVENT_TYPE = "hubbub_reply"
 """The ``metadata.event_type`` of every chunk Hubbub posts."""
 DRAFT_EVENT_TYPE = "hubbub_draft"
 """The ``metadata.event_type`` of a streamed reply's drafts (until the final edit)."""
+GONE_ERROR = "message_not_found"
+"""What ``chat.update`` and ``chat.delete`` answer for a message that is not there (any more)."""
 HISTORY_MARGIN_SECONDS = 300.0
 """History is read from this long before the unsettled attempt began (clocks differ)."""
 HISTORY_PAGE_SIZE = 200
@@ -111,6 +117,10 @@ def _retry_after(exc: SlackApiError) -> float:
         return max(0.0, float(value)) if value is not None else DEFAULT_RETRY_AFTER_SECONDS
     except ValueError:
         return DEFAULT_RETRY_AFTER_SECONDS
+
+
+class _Gone(Exception):
+    """The draft to edit was deleted: Slack's answer proves the update did not apply."""
 
 
 class _Unsettled(Exception):
@@ -205,8 +215,14 @@ class SlackDeliverer(Deliverer, DraftEditor):
         self._limit = limit
         self._status_supported = True
 
-    async def deliver(self, message: OutboundMessage) -> list[str]:
+    async def deliver(
+        self, message: OutboundMessage, drafts: DraftRecord | None = None
+    ) -> list[str]:
         """Post the reply; returns ``"{channel}:{ts}"`` per message of it.
+
+        A draft someone deleted (``chat.update`` answers ``message_not_found``) is
+        replaced: the drafts after it are deleted and the rest of the reply is posted as
+        new messages, the first of them recorded in ``drafts`` in the deleted draft's place.
 
         Raises:
             DeliveryError: Slack refused or could not be reached (``retryable`` when a
@@ -237,18 +253,102 @@ class SlackDeliverer(Deliverer, DraftEditor):
                 extra={"outbox_id": message.delivery_id, "chunks_found": len(posted)},
             )
         budget = [RATE_LIMIT_BUDGET_SECONDS]
-        for index in range(progress.chunks, len(chunks)):
-            if index < len(streamed):
-                await self._finish_draft(target, streamed[index], chunks, index, message, progress)
-                progress.delivered([message_key(target.channel, streamed[index])])
-                continue
+        edited = progress.chunks
+        replacing: DraftRecord | None = None  # a deleted draft's replacement is due
+        while edited < min(len(streamed), len(chunks)):
+            try:
+                await self._finish_draft(
+                    target, streamed[edited], chunks, edited, message, progress
+                )
+            except _Gone as gone:
+                if drafts is None:
+                    raise progress.failure(str(gone), retryable=False) from gone
+                replacing = drafts
+                break
+            progress.delivered([message_key(target.channel, streamed[edited])])
+            edited += 1
+        for index in range(edited, len(chunks)):
             ts = posted.get(index)
-            if ts is None:
+            if replacing is not None:
+                streamed = await self._drop_drafts(target, streamed, index, replacing)
+                if ts is None:
+                    ts = await self._replace(
+                        target, chunks, index, message, progress, budget, replacing
+                    )
+                else:  # an earlier attempt posted it: the history shows it
+                    await replacing.replaced(message_key(target.channel, ts))
+                replacing = None
+            elif ts is None:
                 ts = await self._post_chunk(target, chunks, index, message, progress, budget)
             progress.delivered([message_key(target.channel, ts)])
         for leftover in streamed[len(chunks) :]:
             await self._delete(target, leftover)
         return progress.ids
+
+    async def _drop_drafts(
+        self, target: _Target, streamed: list[str], index: int, drafts: DraftRecord
+    ) -> list[str]:
+        """Draft ``index`` is gone: the ones after it go too, and the record says so.
+
+        Returns the drafts the reply still has (those before ``index``).
+        """
+        log.info(
+            "a streamed draft was deleted; the rest of the reply goes out as new messages",
+            extra={"part": index},
+        )
+        for leftover in streamed[index + 1 :]:
+            await self._delete(target, leftover)
+        await drafts.replacing(index)
+        return streamed[:index]
+
+    async def _replace(
+        self,
+        target: _Target,
+        chunks: list[Chunk],
+        index: int,
+        message: OutboundMessage,
+        progress: DeliveryProgress,
+        budget: list[float],
+        drafts: DraftRecord,
+    ) -> str:
+        """Post a deleted draft's chunk as a new message, recorded in its place; its ``ts``.
+
+        A post whose answer was lost is looked for in the history at once (by its chunk
+        metadata).
+
+        Raises:
+            DeliveryError: not posted (recorded so), or ``maybe_sent`` and final when the
+                history does not show it (yet): the record stays unsettled.
+        """
+        started = datetime.now(UTC)
+        try:
+            ts = await self._post_chunk(target, chunks, index, message, progress, budget)
+        except DeliveryError as exc:
+            if not exc.maybe_sent:
+                await drafts.replaced(None)
+                raise
+            found = await self._settle_replacement(target, index, message, started, str(exc))
+            if found is None:
+                raise progress.unknown(
+                    f"{exc}; the message replacing a deleted draft may have been posted; not "
+                    "sent again, so nothing is sent twice"
+                ) from exc
+            ts = found
+        await drafts.replaced(message_key(target.channel, ts))
+        return ts
+
+    async def _settle_replacement(
+        self, target: _Target, index: int, message: OutboundMessage, since: datetime, reason: str
+    ) -> str | None:
+        """The ``ts`` of chunk ``index`` if the history shows it posted since ``since``."""
+        try:
+            found = await self._posted_chunks(target, message.delivery_id, since)
+        except _Unsettled as exc:
+            log.warning("the history could not settle a replacement post: %s; %s", reason, exc)
+            return None
+        if index in found:
+            log.info("settled a replacement post's lost answer from the Slack history")
+        return found.get(index)
 
     async def post_draft(self, target: ChatTarget, text: str) -> str:
         """Post a draft where the reply goes; returns its ``"{channel}:{ts}"``.
@@ -293,6 +393,7 @@ class SlackDeliverer(Deliverer, DraftEditor):
         """Replace a draft's text (``chat.update``).
 
         Raises:
+            MessageGone: the draft was deleted.
             DeliveryError: not edited (``retry_after`` when rate limited).
         """
         ref = parse_key(message_id)
@@ -306,6 +407,8 @@ class SlackDeliverer(Deliverer, DraftEditor):
                     "slack rate limit", retryable=True, retry_after=_retry_after(exc)
                 ) from exc
             failure = call_failure(exc, "chat.update")
+            if error_code(exc) == GONE_ERROR:
+                raise MessageGone(f"the draft was deleted: {failure.reason}") from exc
             raise DeliveryError(failure.reason, retryable=failure.retryable) from exc
         except CALL_FAILURES as exc:
             # An update may be made again: it never creates a message.
@@ -403,6 +506,8 @@ class SlackDeliverer(Deliverer, DraftEditor):
                 if error_code(exc) in FORMAT_ERRORS and not plain:
                     text, plain = escape(chunks[index].plain), True
                     continue
+                if error_code(exc) == GONE_ERROR:
+                    raise _Gone(call_failure(exc, "chat.update").reason) from exc
                 failure = call_failure(exc, "chat.update")
                 raise progress.failure(failure.reason, retryable=failure.retryable) from exc
             except CALL_FAILURES as exc:
@@ -414,7 +519,7 @@ class SlackDeliverer(Deliverer, DraftEditor):
         try:
             await self._client.chat_delete(channel=target.channel, ts=ts)
         except SlackApiError as exc:
-            if error_code(exc) != "message_not_found":
+            if error_code(exc) != GONE_ERROR:
                 log.warning("a leftover draft could not be deleted: %s", error_code(exc))
         except CALL_FAILURES:
             log.warning("a leftover draft could not be deleted", exc_info=True)

@@ -12,7 +12,10 @@ to the topic. Per chunk:
 A streamed reply (``streamed_ids``, see :mod:`workers.streaming`) is finished by editing its
 draft messages into the chunks instead of sending them (``editMessageText``; "message is
 not modified" is success, and an edit may always be repeated), then sending any chunks
-past them and deleting drafts left over.
+past them and deleting drafts left over. A draft someone deleted ("message to edit not
+found") is replaced: the drafts after it are deleted and the rest of the reply is sent as
+new messages, the first recorded in its place (:class:`~adapters.base.DraftRecord`)
+before the next attempt could edit it.
 
 Never twice: only a failure that proves the chunk was not posted (refused, rate limited,
 connection refused: :mod:`adapters.telegram.errors`) may be retried, and a retry starts
@@ -32,7 +35,15 @@ from telegram import Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, ChatMigrated, RetryAfter, TelegramError
 
-from adapters.base import BotConfig, Deliverer, DeliveryError, DeliveryProgress, DraftEditor
+from adapters.base import (
+    BotConfig,
+    Deliverer,
+    DeliveryError,
+    DeliveryProgress,
+    DraftEditor,
+    DraftRecord,
+    MessageGone,
+)
 from adapters.messages import ChatTarget, OutboundMessage
 from adapters.telegram.chunks import MESSAGE_LIMIT, Chunk, render_chunks, utf16_length
 from adapters.telegram.client import READ_TIMEOUT_SECONDS, build_bot, retry_after_seconds
@@ -52,10 +63,20 @@ NOT_MODIFIED_MARKER = "message is not modified"
 GONE_MARKERS = ("message to delete not found", "message to edit not found")
 
 
+def is_gone(error: BadRequest) -> bool:
+    """Whether Telegram says the message to edit or delete does not exist (any more)."""
+    text = error.message.lower()
+    return any(marker in text for marker in GONE_MARKERS)
+
+
 def is_parse_error(error: BadRequest) -> bool:
     """Whether Telegram refused a message because of its formatting."""
     text = error.message.lower()
     return any(marker in text for marker in PARSE_ERROR_MARKERS)
+
+
+class _Gone(Exception):
+    """The message to edit was deleted: Telegram's answer proves the edit did not apply."""
 
 
 class _SendFailed(Exception):
@@ -132,8 +153,14 @@ class TelegramDeliverer(Deliverer, DraftEditor):
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._bot.shutdown()
 
-    async def deliver(self, message: OutboundMessage) -> list[str]:
+    async def deliver(
+        self, message: OutboundMessage, drafts: DraftRecord | None = None
+    ) -> list[str]:
         """Send the reply; returns ``"{chat_id}:{message_id}"`` of every message of it.
+
+        A draft someone deleted (its edit answers "message to edit not found") is replaced:
+        the drafts after it are deleted and the rest of the reply is posted as new
+        messages, the first of them recorded in ``drafts`` in the deleted draft's place.
 
         Raises:
             DeliveryError: a chunk could not be sent. Retryable (with ``retry_after`` for a
@@ -142,34 +169,70 @@ class TelegramDeliverer(Deliverer, DraftEditor):
         """
         self._stop_typing(message.chat_id, message.thread_id)
         progress = DeliveryProgress(message)
-        streamed = message.streamed_ids
-        # Past the drafts every chunk is a new message: an unsettled one cannot be resent.
-        if (progress.unsettled and progress.chunks >= len(streamed)) or message.stream_unsettled:
+        if message.stream_unsettled:
             raise progress.unknown(
-                "an earlier attempt was interrupted mid-send and Telegram cannot tell whether "
-                "it posted the reply; not resent, so nothing is sent twice"
+                "a draft of this reply (or the message replacing one) may have been posted "
+                "without being recorded, and Telegram cannot tell; not sent again, so nothing "
+                "is sent twice"
             )
+        streamed = list(message.streamed_ids)
         chunks = render_chunks(message.text)
         chat_id = _current_chat(message)
         thread = int(message.thread_id) if message.thread_id else None
         reply = self._reply_parameters(message)
         budget = _WaitBudget(self.rate_limit_budget_seconds)
-        for index in range(progress.chunks, len(chunks)):
-            try:
-                if index < len(streamed):
-                    await self._edit(streamed[index], chunks[index], budget)
-                    progress.delivered([streamed[index]])
-                    continue
+        edited = progress.chunks
+        replacing: DraftRecord | None = None  # a deleted draft's replacement is due
+        try:
+            while edited < min(len(streamed), len(chunks)):
+                try:
+                    await self._edit(streamed[edited], chunks[edited], budget)
+                except _Gone as gone:
+                    if drafts is None:
+                        raise progress.failure(str(gone), retryable=False) from gone
+                    replacing = drafts
+                    break
+                progress.delivered([streamed[edited]])
+                edited += 1
+            # Past the drafts every chunk is a new message: an unsettled one cannot be resent.
+            if edited < len(chunks) and progress.unsettled:
+                raise progress.unknown(
+                    "an earlier attempt was interrupted mid-send and Telegram cannot tell "
+                    "whether it posted the reply; not resent, so nothing is sent twice"
+                )
+            if replacing is not None:
+                streamed = await self._drop_drafts(streamed, edited, replacing)
+            for index in range(edited, len(chunks)):
                 result = await self._send(
                     chat_id, chunks[index], thread, reply if index == 0 else None, budget
                 )
-            except _SendFailed as failure:
-                raise _delivery_error(failure, progress, total=len(chunks)) from failure
-            chat_id = str(result.chat_id)
-            progress.delivered([compose_message_id(result.chat_id, result.message_id)])
+                chat_id = str(result.chat_id)
+                posted = compose_message_id(result.chat_id, result.message_id)
+                if replacing is not None:
+                    await replacing.replaced(posted)
+                    replacing = None
+                progress.delivered([posted])
+        except _SendFailed as failure:
+            if replacing is not None and not failure.maybe_sent:
+                await replacing.replaced(None)
+            raise _delivery_error(failure, progress, total=len(chunks)) from failure
         for leftover in streamed[len(chunks) :]:
             await self._delete(leftover)
         return progress.ids
+
+    async def _drop_drafts(self, streamed: list[str], index: int, drafts: DraftRecord) -> list[str]:
+        """Draft ``index`` is gone: the ones after it go too, and the record says so.
+
+        Returns the drafts the reply still has (those before ``index``).
+        """
+        log.info(
+            "a streamed draft was deleted; the rest of the reply goes out as new messages",
+            extra={"part": index},
+        )
+        for leftover in streamed[index + 1 :]:
+            await self._delete(leftover)
+        await drafts.replacing(index)
+        return streamed[:index]
 
     async def post_draft(self, target: ChatTarget, text: str) -> str:
         """Post a plain-text draft (in a group, quoting the message it answers).
@@ -216,6 +279,7 @@ class TelegramDeliverer(Deliverer, DraftEditor):
         """Replace a draft's text with plain ``text``.
 
         Raises:
+            MessageGone: the draft was deleted.
             DeliveryError: not edited (``retry_after`` when rate limited).
         """
         chat_id, number = parse_message_id(message_id)
@@ -226,6 +290,8 @@ class TelegramDeliverer(Deliverer, DraftEditor):
                 f"Telegram rate limit: {exc}", retryable=True, retry_after=retry_after_seconds(exc)
             ) from exc
         except BadRequest as exc:
+            if is_gone(exc):
+                raise MessageGone(f"the draft was deleted: {exc}") from exc
             if NOT_MODIFIED_MARKER not in exc.message.lower():
                 raise DeliveryError(f"Telegram refused the edit: {exc}", retryable=False) from exc
         except TelegramError as exc:
@@ -331,6 +397,8 @@ class TelegramDeliverer(Deliverer, DraftEditor):
             except BadRequest as exc:
                 if NOT_MODIFIED_MARKER in exc.message.lower():
                     return
+                if is_gone(exc):
+                    raise _Gone(exc.message) from exc
                 if not (as_html and is_parse_error(exc)):
                     raise _SendFailed(exc, retryable=False) from exc
                 as_html = False
@@ -344,7 +412,7 @@ class TelegramDeliverer(Deliverer, DraftEditor):
         try:
             await self._bot.delete_message(chat_id=chat_id, message_id=number)
         except BadRequest as exc:
-            if not any(marker in exc.message.lower() for marker in GONE_MARKERS):
+            if not is_gone(exc):
                 log.warning("a leftover draft could not be deleted", extra={"error": exc.message})
         except TelegramError as exc:
             log.warning("a leftover draft could not be deleted", extra={"error": str(exc)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.base import BotConfig, Deliverer
+from adapters.base import BotConfig, Deliverer, DraftRecord
 from adapters.messages import OutboundMessage
 from adapters.webchat.feed import Feed, feed_for, message_event
 
@@ -22,8 +22,12 @@ class WebchatDeliverer(Deliverer):
         self.feed: Feed = feed_for(config.extra.get(FEED_URL))
         """Where the page's event stream hears of replies and drafts."""
 
-    async def deliver(self, message: OutboundMessage) -> list[str]:
+    async def deliver(
+        self, message: OutboundMessage, drafts: DraftRecord | None = None
+    ) -> list[str]:
         """The reply is stored already; its open pages are told, its receipt is the delivery id.
+
+        Web chat records no drafts (a page's drafts are never stored): ``drafts`` is unused.
 
         Telling the pages is best effort (the feed never raises): a page that missed it
         reads the line at its next poll or reconnect.

@@ -247,6 +247,18 @@ class OutboxRepository:
             row.unsettled_since = utcnow()
         return before
 
+    def stream_replacing(self, trigger_message_id: int, part: int) -> None:
+        """A new message is about to replace draft ``part`` (deleted on the platform).
+
+        The drafts from ``part`` on leave the record, and it stays unsettled until
+        :meth:`stream_posted` names the new message (or says it was not posted).
+        """
+        row = self.session.get(ReplyStream, trigger_message_id, with_for_update=True)
+        if row is None:
+            return
+        row.message_ids = list(row.message_ids[:part])
+        row.unsettled_since = utcnow()
+
     def stream_posted(self, trigger_message_id: int, message_id: str | None) -> None:
         """The draft being posted is settled: posted as ``message_id``, or (``None``) not."""
         row = self.session.get(ReplyStream, trigger_message_id, with_for_update=True)

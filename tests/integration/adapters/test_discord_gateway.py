@@ -113,7 +113,9 @@ class TestConnection:
         (commands,) = fake.command_syncs
         assert sorted(c["name"] for c in commands) == [
             "compress",
+            "forget",
             "help",
+            "memory",
             "model",
             "new",
             "stop",
@@ -121,6 +123,8 @@ class TestConnection:
         ]
         (compress,) = [c for c in commands if c["name"] == "compress"]
         assert [o["name"] for o in compress["options"]] == ["focus"]
+        (forget,) = [c for c in commands if c["name"] == "forget"]
+        assert [(o["name"], o["required"]) for o in forget["options"]] == [("text", False)]
 
     async def test_webhook_is_not_used(self, fake: FakeDiscord) -> None:
         bot = BotConfig(platform="discord", token=fake.token, api_base=fake.base_url)
@@ -273,9 +277,12 @@ class TestSlashCommands:
             ("model", [{"name": "name", "type": 3, "value": " openai/gpt-4o "}], "openai/gpt-4o"),
             ("model", [], ""),
             ("stop", [], ""),
+            ("memory", [], ""),
+            ("forget", [{"name": "text", "type": 3, "value": " the deploy "}], "the deploy"),
+            ("forget", [], ""),
         ],
     )
-    async def test_model_and_stop_are_handed_over_as_commands(
+    async def test_menu_commands_are_handed_over_as_commands(
         self,
         fake: FakeDiscord,
         running: Running,

@@ -7,18 +7,17 @@ per-channel buckets (5 posts and 5 edits per 5 s), so a reply streamed too fast 
 
 from __future__ import annotations
 
-import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from adapters.base import DRAFT_MARK
 from adapters.discord.chunks import render_chunks
-from agent_core.db.models import OutboxEntry
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
+from tests.fixtures.outbox import recorded_drafts, reply_outcome
 from tests.fixtures.platform_servers.discord import (
     DM_ID,
     MESSAGE_LIMIT,
@@ -48,12 +47,6 @@ REPLY = (
 )
 LONG_REPLY = " ".join(f"paragraph{n // 40}word{n}" for n in range(260))
 """About 4,600 characters: three messages of at most 2,000."""
-
-
-@pytest.fixture
-def sqlite_db(sqlite_template: Path, tmp_path: Path) -> str:
-    shutil.copy(sqlite_template, tmp_path / "hubbub.db")
-    return f"sqlite:///{tmp_path / 'hubbub.db'}"
 
 
 def _env(db_url: str, home: Path, llm: FakeLLM, fake: FakeDiscord, **extra: Any) -> dict[str, str]:
@@ -103,7 +96,7 @@ def _draft_text(content: str) -> str:
 
 
 def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake: FakeDiscord,
@@ -111,7 +104,7 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
 ) -> None:
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
-    env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="on")
+    env = _env(sqlite_url, tmp_path, fake_llm, fake, streaming="on")
     _start(gateway_factory, env, fake)
     final = render_chunks(REPLY)
     _ask(fake)
@@ -130,7 +123,7 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
 
 
 def test_a_reply_past_the_limit_continues_in_the_next_message(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake: FakeDiscord,
@@ -139,7 +132,7 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(LONG_REPLY))
     env = _env(
-        sqlite_db, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="1.0"
+        sqlite_url, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="1.0"
     )
     _start(gateway_factory, env, fake)
     final = render_chunks(LONG_REPLY)
@@ -162,7 +155,7 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
 
 
 def test_streaming_off_posts_one_message_as_today(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake: FakeDiscord,
@@ -170,7 +163,7 @@ def test_streaming_off_posts_one_message_as_today(
 ) -> None:
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
-    env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="off")
+    env = _env(sqlite_url, tmp_path, fake_llm, fake, streaming="off")
     _start(gateway_factory, env, fake)
     _ask(fake)
 
@@ -220,7 +213,7 @@ def test_a_worker_killed_mid_stream_ends_with_one_message(
 
 
 def test_a_draft_post_whose_answer_was_lost_is_settled_by_its_nonce(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake: FakeDiscord,
@@ -229,7 +222,7 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_by_its_nonce(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     fake.after_next(AfterPost.drop_connection())
-    env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="on")
+    env = _env(sqlite_url, tmp_path, fake_llm, fake, streaming="on")
     gateway = _start(gateway_factory, env, fake)
     final = render_chunks(REPLY)
     _ask(fake)
@@ -239,11 +232,11 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_by_its_nonce(
     assert shown == final, "the draft the lost answer created became the reply"
     assert len(fake.sent_messages(DM_ID)) == 1
     assert len([a for a in fake.attempts if a["channel_id"] == DM_ID]) >= 2, "posted again"
-    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
+    assert reply_outcome(gateway.runtime.factory) == "sent"
 
 
 def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake: FakeDiscord,
@@ -259,15 +252,11 @@ def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(
         return Failure.unavailable() if len(posts) == 2 else None
 
     fake.fail_when = second_post_fails
-    env = _env(sqlite_db, tmp_path, fake_llm, fake, streaming="on")
+    env = _env(sqlite_url, tmp_path, fake_llm, fake, streaming="on")
     gateway = _start(gateway_factory, env, fake)
     _ask(fake)
 
-    state = wait_until(
-        lambda: _outbox_state(gateway) in ("unknown", "sent") and _outbox_state(gateway),
-        timeout=90,
-        what="the reply's outcome",
-    )
+    state = reply_outcome(gateway.runtime.factory)
 
     assert state == "unknown", "the draft may exist and could not be settled: marked"
     (draft,) = fake.sent_messages(DM_ID)
@@ -277,7 +266,39 @@ def test_a_draft_post_that_cannot_be_settled_is_marked_never_doubled(
     assert fake.edits == []
 
 
-def _outbox_state(gateway: GatewayServer) -> str | None:
-    with gateway.runtime.factory() as db:
-        state = db.scalar(select(OutboxEntry.state))
-    return str(state) if state is not None else None
+def test_a_draft_deleted_mid_stream_is_replaced_with_the_rest_of_the_reply(
+    sqlite_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake: FakeDiscord,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(LONG_REPLY, pause_after=240, resume=resume))
+    env = _env(
+        sqlite_url, tmp_path, fake_llm, fake, streaming="on", stream_edit_interval_discord="1.0"
+    )
+    gateway = _start(gateway_factory, env, fake)
+    final = render_chunks(LONG_REPLY)
+    _ask(fake)
+    first, _ = wait_until(
+        lambda: len(fake.sent_messages(DM_ID)) >= 2 and fake.sent_messages(DM_ID)[:2],
+        timeout=90,
+        what="two drafts",
+    )
+    fake.delete(first.message["id"])
+    resume.set()
+
+    state = reply_outcome(gateway.runtime.factory)
+
+    assert state == "sent"
+    assert fake.shown(DM_ID) == final, "one complete reply: the rest of it posted anew"
+    sent = fake.sent_messages(DM_ID)
+    drafts, posted = sent[: -len(final)], sent[-len(final) :]
+    assert all(m.content.endswith(DRAFT_MARK) for m in drafts)
+    assert [m.content for m in posted] == final, "each message of it posted once"
+    assert all(m.message["id"] in fake.deleted for m in drafts), "every draft went"
+    assert recorded_drafts(gateway.runtime.factory) == [posted[0].message["id"]], (
+        "the new one is recorded"
+    )

@@ -8,20 +8,19 @@ and enforces about one post or update per second per channel with 429s.
 from __future__ import annotations
 
 import json
-import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
 
 from adapters.base import DRAFT_MARK
 from adapters.slack.chunks import MAX_MESSAGE_CHARS, render_chunks
 from adapters.slack.mrkdwn import escape
-from agent_core.db.models import OutboxEntry
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
+from tests.fixtures.outbox import recorded_drafts, reply_outcome
 from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.slack import (
     BOT_TOKEN,
@@ -51,12 +50,6 @@ REPLY = (
 )
 LONG_REPLY = " ".join(f"paragraph{n // 40}word{n}" for n in range(480))
 """About 8,500 characters: three messages of at most 3,900."""
-
-
-@pytest.fixture
-def sqlite_db(sqlite_template: Path, tmp_path: Path) -> str:
-    shutil.copy(sqlite_template, tmp_path / "hubbub.db")
-    return f"sqlite:///{tmp_path / 'hubbub.db'}"
 
 
 def _env(db_url: str, home: Path, llm: FakeLLM, slack: FakeSlack, **extra: Any) -> dict[str, str]:
@@ -107,7 +100,7 @@ def _draft_text(text: str) -> str:
 
 
 def test_a_streamed_reply_grows_by_updates_and_ends_in_mrkdwn(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -116,7 +109,7 @@ def test_a_streamed_reply_grows_by_updates_and_ends_in_mrkdwn(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     gateway = gateway_factory(
-        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on"))
     )
     final = _final(REPLY)
     _ask(gateway)
@@ -151,7 +144,7 @@ def _ask_in(gateway: GatewayServer, channel: str, number: int) -> None:
 
 
 def test_final_edits_do_not_wait_behind_drafts_that_spent_their_share_of_a_limit(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -162,7 +155,7 @@ def test_final_edits_do_not_wait_behind_drafts_that_spent_their_share_of_a_limit
     finals are not. Before, each turn's final delivery waited out its drafts' hold."""
     fake_llm.stream_tokens_per_second = 30
     fake_llm.reply = lambda body: REPLY
-    env = _env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on", worker_concurrency="3")
+    env = _env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on", worker_concurrency="3")
     settings = settings_from_env(env)
     limits = {name: dict(rates) for name, rates in settings.platform_limits.items()}
     limits["slack"]["chat.update"] = "8/hour"
@@ -182,7 +175,7 @@ def test_final_edits_do_not_wait_behind_drafts_that_spent_their_share_of_a_limit
 
 
 def test_a_reply_past_the_limit_continues_in_the_next_message(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -191,7 +184,7 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
     fake_llm.stream_tokens_per_second = 60
     fake_llm.queue_replies(ScriptedReply(LONG_REPLY))
     env = _env(
-        sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on", stream_edit_interval_slack="1.0"
+        sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on", stream_edit_interval_slack="1.0"
     )
     gateway = gateway_factory(settings_from_env(env))
     final = _final(LONG_REPLY)
@@ -214,7 +207,7 @@ def test_a_reply_past_the_limit_continues_in_the_next_message(
 
 
 def test_streaming_off_posts_one_message_as_today(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -223,7 +216,7 @@ def test_streaming_off_posts_one_message_as_today(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     gateway = gateway_factory(
-        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="off"))
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="off"))
     )
     _ask(gateway)
 
@@ -277,7 +270,7 @@ def test_a_worker_killed_mid_stream_ends_with_one_message(
 
 
 def test_a_draft_post_whose_answer_was_lost_is_settled_from_the_history(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -287,7 +280,7 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_from_the_history(
     fake_llm.queue_replies(ScriptedReply(REPLY))
     fake_slack.after_next("chat.postMessage", AfterPost.drop_connection())
     gateway = gateway_factory(
-        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on"))
     )
     final = _final(REPLY)
     _ask(gateway)
@@ -297,11 +290,11 @@ def test_a_draft_post_whose_answer_was_lost_is_settled_from_the_history(
     assert shown == final, "the draft the lost answer created became the reply"
     assert len(fake_slack.posted(DM)) == 1, "never posted again"
     assert fake_slack.calls_to("conversations.history"), "settled from the history"
-    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
+    assert reply_outcome(gateway.runtime.factory) == "sent"
 
 
 def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delivery(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -312,7 +305,7 @@ def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delive
     fake_slack.after_next("chat.postMessage", AfterPost.drop_connection())
     fake_slack.fail_next("conversations.history", SlackFailure.api_error("internal_error"))
     gateway = gateway_factory(
-        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on"))
     )
     final = _final(REPLY)
     _ask(gateway)
@@ -324,11 +317,11 @@ def test_a_lost_draft_the_history_shows_only_later_is_edited_by_the_final_delive
     (update,) = fake_slack.calls_to("chat.update")
     assert update.params["text"] == final[0], "streaming stopped; the final edit, once"
     assert len(fake_slack.calls_to("conversations.history")) == 2
-    wait_until(lambda: _outbox_state(gateway) == "sent", timeout=60, what="the reply sent")
+    assert reply_outcome(gateway.runtime.factory) == "sent"
 
 
 def test_a_mention_in_a_channel_streams_in_the_thread_under_it(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     fake_slack: FakeSlack,
@@ -337,7 +330,7 @@ def test_a_mention_in_a_channel_streams_in_the_thread_under_it(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     gateway = gateway_factory(
-        settings_from_env(_env(sqlite_db, tmp_path, fake_llm, fake_slack, streaming="on"))
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on"))
     )
     final = _final(REPLY)
     _ask(gateway, "app_mention")
@@ -355,7 +348,35 @@ def test_a_mention_in_a_channel_streams_in_the_thread_under_it(
     assert len(_assert_clean_updates(fake_slack)) >= 2
 
 
-def _outbox_state(gateway: GatewayServer) -> str | None:
-    with gateway.runtime.factory() as db:
-        state = db.scalar(select(OutboxEntry.state))
-    return str(state) if state is not None else None
+def test_a_draft_deleted_mid_stream_is_replaced_by_one_new_message(
+    sqlite_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(REPLY, pause_after=20, resume=resume))
+    gateway = gateway_factory(
+        settings_from_env(_env(sqlite_url, tmp_path, fake_llm, fake_slack, streaming="on"))
+    )
+    final = _final(REPLY)
+    _ask(gateway)
+    (draft,) = wait_until(
+        lambda: fake_slack.calls_to("chat.postMessage"), timeout=90, what="the draft"
+    )
+    fake_slack.delete(DM, draft.response["ts"])
+    resume.set()
+
+    state = reply_outcome(gateway.runtime.factory)
+
+    assert state == "sent"
+    assert fake_slack.shown(DM) == final, "one complete reply"
+    _, posted = fake_slack.calls_to("chat.postMessage")
+    assert posted.params["text"] == final[0], "the reply posted anew, in mrkdwn, once"
+    refused = [c for c in fake_slack.calls_to("chat.update") if c.answered == "message_not_found"]
+    assert len(refused) == 2, "a draft update found it gone and streaming stopped; then the final"
+    assert recorded_drafts(gateway.runtime.factory) == [f"{DM}:{posted.response['ts']}"], (
+        "the new one is recorded"
+    )

@@ -7,17 +7,16 @@ as a failed call.
 
 from __future__ import annotations
 
-import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from adapters.telegram.chunks import render_chunks
-from agent_core.db.models import OutboxEntry
 from tests.fixtures.llm_server import FakeLLM, ScriptedReply
+from tests.fixtures.outbox import recorded_drafts, reply_outcome
 from tests.fixtures.platform_servers.faults import AfterPost
 from tests.fixtures.platform_servers.telegram import (
     TOKEN,
@@ -49,12 +48,6 @@ FINAL = render_chunks(REPLY)[0]
 def telegram() -> Iterator[FakeTelegram]:
     with TelegramServerThread() as fake:
         yield fake
-
-
-@pytest.fixture
-def sqlite_db(sqlite_template: Path, tmp_path: Path) -> str:
-    shutil.copy(sqlite_template, tmp_path / "hubbub.db")
-    return f"sqlite:///{tmp_path / 'hubbub.db'}"
 
 
 def _env(db_url: str, home: Path, llm: FakeLLM, fake: FakeTelegram, **extra: Any) -> dict[str, str]:
@@ -90,7 +83,7 @@ def _assert_clean_edits(telegram: FakeTelegram, chat: int) -> list[dict[str, Any
 
 
 def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     telegram: FakeTelegram,
@@ -99,7 +92,7 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     env = _env(
-        sqlite_db,
+        sqlite_url,
         tmp_path,
         fake_llm,
         telegram,
@@ -126,7 +119,7 @@ def test_a_streamed_reply_grows_by_edits_and_ends_formatted(
 
 
 def test_streaming_off_sends_one_message_as_today(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     telegram: FakeTelegram,
@@ -134,7 +127,7 @@ def test_streaming_off_sends_one_message_as_today(
 ) -> None:
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
-    env = _env(sqlite_db, tmp_path, fake_llm, telegram, streaming="off")
+    env = _env(sqlite_url, tmp_path, fake_llm, telegram, streaming="off")
     gateway_factory(settings_from_env(env))
     chat = 4_200_002
     telegram.push_update(retarget(payload("private_text"), chat))
@@ -190,7 +183,7 @@ def test_a_worker_killed_mid_stream_ends_with_one_message(
 
 
 def test_a_draft_post_with_a_lost_answer_is_marked_never_doubled(
-    sqlite_db: str,
+    sqlite_url: str,
     tmp_path: Path,
     fake_llm: FakeLLM,
     telegram: FakeTelegram,
@@ -199,16 +192,12 @@ def test_a_draft_post_with_a_lost_answer_is_marked_never_doubled(
     fake_llm.stream_tokens_per_second = 30
     fake_llm.queue_replies(ScriptedReply(REPLY))
     telegram.after_next("sendMessage", AfterPost.drop_connection())
-    env = _env(sqlite_db, tmp_path, fake_llm, telegram, streaming="on")
+    env = _env(sqlite_url, tmp_path, fake_llm, telegram, streaming="on")
     gateway = gateway_factory(settings_from_env(env))
     chat = 4_200_004
     telegram.push_update(retarget(payload("private_text"), chat))
 
-    state = wait_until(
-        lambda: _outbox_state(gateway) in ("unknown", "sent") and _outbox_state(gateway),
-        timeout=90,
-        what="the reply's outcome",
-    )
+    state = reply_outcome(gateway.runtime.factory)
 
     assert state == "unknown", "Telegram cannot say whether the draft exists: marked"
     assert len(telegram.messages(chat)) == 1, "the draft that may exist was not posted again"
@@ -218,7 +207,36 @@ def test_a_draft_post_with_a_lost_answer_is_marked_never_doubled(
     assert telegram.calls("editMessageText") == []
 
 
-def _outbox_state(gateway: GatewayServer) -> str | None:
-    with gateway.runtime.factory() as db:
-        state = db.scalar(select(OutboxEntry.state))
-    return str(state) if state is not None else None
+def test_a_draft_deleted_mid_stream_is_replaced_by_one_new_message(
+    sqlite_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    telegram: FakeTelegram,
+    gateway_factory: Callable[..., GatewayServer],
+) -> None:
+    fake_llm.stream_tokens_per_second = 30
+    resume = threading.Event()
+    fake_llm.queue_replies(ScriptedReply(REPLY, pause_after=20, resume=resume))
+    env = _env(sqlite_url, tmp_path, fake_llm, telegram, streaming="on", stream_edit_interval="0.4")
+    gateway = gateway_factory(settings_from_env(env))
+    chat = 4_200_005
+    telegram.push_update(retarget(payload("private_text"), chat))
+    (draft,) = wait_until(lambda: telegram.sent_messages(chat), timeout=90, what="the draft")
+    telegram.delete(chat, draft["_message_id"])
+    resume.set()
+
+    state = reply_outcome(gateway.runtime.factory)
+
+    assert state == "sent"
+    assert telegram.messages(chat) == [telegram_visible(FINAL.html)], "one complete reply"
+    gone, posted = telegram.sent_messages(chat)
+    assert posted["text"] == FINAL.html, "the reply posted anew, formatted, once"
+    refused = [
+        c.params
+        for c in telegram.calls("editMessageText")
+        if str(c.params["message_id"]) == str(gone["_message_id"]) and not c.params.get("_ok")
+    ]
+    assert len(refused) == 2, "a draft edit found it gone and streaming stopped; then the final"
+    assert recorded_drafts(gateway.runtime.factory) == [f"{chat}:{posted['_message_id']}"], (
+        "the new one is recorded"
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.base import BotConfig, DeliveryError
-from adapters.messages import OutboundMessage
+from adapters.messages import ChatTarget, OutboundMessage
 from adapters.telegram import TelegramDeliverer
 from tests.fixtures.platform_servers.faults import CLIENT_TIMEOUT_SECONDS, AfterPost
 from tests.fixtures.platform_servers.telegram import TOKEN, FakeTelegram, TelegramServerThread
@@ -91,6 +91,23 @@ async def test_an_interrupted_attempt_is_unknown_and_nothing_is_sent(
         await deliverer.deliver(reply(unsettled_since=datetime.now(UTC)))
     assert (caught.value.maybe_sent, caught.value.retryable) == (True, False)
     assert telegram.calls("sendMessage") == []
+
+
+async def test_an_interrupted_attempt_past_the_drafts_is_unknown_and_nothing_more_is_sent(
+    telegram: FakeTelegram, deliverer: TelegramDeliverer
+) -> None:
+    """A reply longer than its drafts: the attempt that died may have sent the chunks past
+    them, so the next one edits the draft and sends nothing."""
+    draft = await deliverer.post_draft(ChatTarget(platform="telegram", chat_id=CHAT), "A")
+    died = reply(LONG, streamed_ids=(draft,))
+    await deliverer.deliver(died)  # a worker died before recording this
+    sent = len(telegram.sent_messages())
+
+    with pytest.raises(DeliveryError, match="interrupted") as caught:
+        await deliverer.deliver(died.model_copy(update={"unsettled_since": datetime.now(UTC)}))
+    assert (caught.value.maybe_sent, caught.value.retryable) == (True, False)
+    assert caught.value.delivered_ids == (draft,)
+    assert len(telegram.sent_messages()) == sent, "the chunks past the draft are not sent again"
 
 
 async def test_a_refused_connection_proves_nothing_was_sent() -> None:

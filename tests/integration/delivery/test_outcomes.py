@@ -38,6 +38,15 @@ def deliveries(platform: str, outcome: str) -> float:
     return counted("hubbub_deliveries_total", platform=platform, outcome=outcome)
 
 
+def posts(platforms: Platforms, platform: str, chat: str) -> int:
+    """How many messages the bot posted in ``chat``."""
+    if platform == "telegram":
+        return len(platforms.telegram.sent_messages(chat))
+    if platform == "discord":
+        return len(platforms.discord.sent_messages(chat))
+    return len([m for m in platforms.slack.channel_messages(chat) if m.get("bot_id")])
+
+
 def warnings_about(caplog: pytest.LogCaptureFixture, outbox_id: int) -> list[logging.LogRecord]:
     return [
         r
@@ -155,6 +164,26 @@ class TestInterruptedWorker:
         else:
             posts = [m for m in platforms.slack.channel_messages(chat) if m.get("bot_id")]
             assert len(posts) == 1
+
+    @pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])
+    def test_a_deleted_draft_replaced_before_the_worker_died_is_edited_not_posted_again(
+        self, world: World, platforms: Platforms, platform: str
+    ) -> None:
+        chat, gone = {
+            "telegram": (TELEGRAM_CHAT, f"{TELEGRAM_CHAT}:4999"),
+            "discord": (GENERAL_ID, "1320000000000009999"),
+            "slack": (SLACK_CHANNEL, f"{SLACK_CHANNEL}:1732799000.000100"),
+        }[platform]
+        outbox_id = world.queue_reply(platform, chat)
+        world.streamed_into(outbox_id, [gone])  # a draft someone deleted
+        (replacement,) = world.die_mid_send(outbox_id)
+        assert world.streamed(outbox_id) == [replacement], "recorded in the deleted one's place"
+        world.service.requeue_stale_claims()
+
+        assert world.service.deliver(outbox_id) is True
+        entry = world.entry(outbox_id)
+        assert (entry.state, entry.platform_message_ids) == (OutboxState.SENT, [replacement])
+        assert posts(platforms, platform, chat) == 1, "the replacement was edited, not posted again"
 
     def test_unknown_replies_are_listed_for_the_operator(
         self, world: World, monkeypatch: pytest.MonkeyPatch

@@ -34,13 +34,25 @@ class TestSlashCommands:
         commands = {
             c.name: c.to_dict(parsed.client.tree) for c in parsed.client.tree.get_commands()
         }
-        assert set(commands) == {"new", "compress", "usage", "stop", "model", "help"}
+        assert set(commands) == {
+            "new",
+            "compress",
+            "usage",
+            "memory",
+            "forget",
+            "stop",
+            "model",
+            "help",
+        }
         assert commands["usage"]["description"] == DESCRIPTIONS["usage"]
         (focus,) = commands["compress"]["options"]
         assert (focus["name"], focus["type"], focus["required"]) == ("focus", 3, False)
         (model,) = commands["model"]["options"]
         assert (model["name"], model["type"], model["required"]) == ("name", 3, False)
-        assert all(not commands[name]["options"] for name in ("new", "usage", "stop", "help"))
+        (text,) = commands["forget"]["options"]
+        assert (text["name"], text["type"], text["required"]) == ("text", 3, False)
+        plain = ("new", "usage", "memory", "stop", "help")
+        assert all(not commands[name]["options"] for name in plain)
 
     def test_guild_command_becomes_a_typed_command(self, parsed: Parsed) -> None:
         used = interaction(parsed, "interaction_create_compress")
