@@ -34,7 +34,7 @@ from agent_core.compaction.service import engine_state
 from agent_core.compaction.triggers import Trigger
 from agent_core.config import Settings
 from agent_core.db.base import utcnow
-from agent_core.db.engine import transaction
+from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Message, MessageKind
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
@@ -102,6 +102,33 @@ def _turn_attributes(
         "gen_ai.usage.input_tokens": sum(c.usage.prompt_tokens for c in calls if c.usage),
         "gen_ai.usage.output_tokens": sum(c.usage.completion_tokens for c in calls if c.usage),
     }
+
+
+class StopLook:
+    """Whether a ``/stop`` waits behind a message: the ``should_stop`` of a compaction.
+
+    Called before each summary call (from several threads at once): one indexed read,
+    small beside the call it may save.
+    """
+
+    def __init__(self, factory: sessionmaker[Session], session_id: str, *, after_seq: int) -> None:
+        self._factory = factory
+        self._session_id = session_id
+        self._after_seq = after_seq
+        self.stop_id: int | None = None
+        """The ``/stop`` found, once one was."""
+
+    def __call__(self) -> bool:
+        """Whether a ``/stop`` came (it stays found once it did)."""
+        if self.stop_id is None:
+            with read_transaction(self._factory) as db:
+                newer = SessionRepository.from_session(db).waiting(
+                    self._session_id, limit=PENDING_BATCH, after_seq=self._after_seq
+                )
+            found = busy.interruption(newer, BusyMode.QUEUE)  # a /stop, whatever the mode
+            if found is not None:
+                self.stop_id = found.by
+        return self.stop_id is not None
 
 
 class TurnRunner:
@@ -443,7 +470,13 @@ class TurnRunner:
         )
 
     def _compress_command(self, request: TurnRequest, focus: str) -> int | None:
-        """``/compress [focus]``: compact now (no cooldown), report what happened."""
+        """``/compress [focus]``: compact now (no cooldown), report what happened.
+
+        A ``/stop`` sent meanwhile ends it before its next summary call: nothing is
+        stored, the ``/compress`` is closed like a stopped turn and the ``/stop`` answered.
+        """
+        # A message's anchor is its own arrival number: the /stop must come after it.
+        look = StopLook(self._factory, request.session_id, after_seq=request.anchor_seq)
         report = self._services.compactor.run(
             request.session_id,
             Trigger.MANUAL,
@@ -451,6 +484,7 @@ class TurnRunner:
             up_to_anchor=request.anchor_seq,
             focus_topic=focus or None,
             wait_seconds=self._services.compression.lease_seconds,
+            should_stop=look,
         )
         record_compaction_metrics([report])
         with transaction(self._factory, durable=False) as db:
@@ -459,7 +493,12 @@ class TurnRunner:
             message = db.get(Message, request.message_id)
             assert chat_session is not None
             assert message is not None
-            metrics.TURNS.labels("command").inc()
             metrics.TENANT_TURNS.labels(chat_session.tenant_id).inc()
+            if report.status is RunStatus.STOPPED and look.stop_id is not None:
+                metrics.TURNS.labels(TurnEnd.INTERRUPTED).inc()
+                if repo.close_unanswered(message.id, {busy.INTERRUPTED_BY: look.stop_id}):
+                    return self._confirm_stop(db, chat_session, look.stop_id)
+                return None
+            metrics.TURNS.labels("command").inc()
             text = notices.manual_compaction(report)
             return self._record(db, chat_session, message, text, MessageKind.COMMAND)

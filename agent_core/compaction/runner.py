@@ -52,7 +52,7 @@ from agent_core.db.models import ChatSession, Tenant
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.llm.models import ModelSet
-from agent_core.llm.wrapper import Meter, MeteredModel
+from agent_core.llm.wrapper import CallStopped, Meter, MeteredModel, StoppableModel
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository
@@ -89,6 +89,8 @@ class RunStatus(StrEnum):
     """Another compaction committed while this one ran (its lease had expired); discarded."""
     OVER_BUDGET = "over_budget"
     """Its summary calls would pass a budget: skipped, nothing spent."""
+    STOPPED = "stopped"
+    """Whoever asked said to stop (``/stop``) before it ended: nothing changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,7 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         overhead_tokens: int = 0,
         link: str | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> CompactionReport:
         """Compact the session if the trigger's rule says so, holding its lease.
 
@@ -273,6 +276,8 @@ class Compactor:
                 (those tool schemas).
             link: the traceparent of what asked for it from elsewhere (a turn, a message's
                 intake), when traced.
+            should_stop: asked before each summary call; once it says so, no more calls
+                are made and nothing is stored (:attr:`RunStatus.STOPPED`).
 
         With tracing on, each attempt is the root span of a trace of its own, linked to the
         turn it runs in (the current span) and to ``link``.
@@ -291,6 +296,7 @@ class Compactor:
                 wait_seconds,
                 tools,
                 overhead_tokens,
+                should_stop,
             )
             span.set_attributes(_report_attributes(report))
             return report
@@ -305,6 +311,7 @@ class Compactor:
         wait_seconds: float,
         tools: Sequence[Mapping[str, Any]] | None,
         overhead_tokens: int,
+        should_stop: Callable[[], bool] | None,
     ) -> CompactionReport:
         owner = lock.owner_identity()
         lease = self.settings.lease_seconds
@@ -323,7 +330,14 @@ class Compactor:
         try:
             with lock.LeaseKeeper(self._factory, session_id, lock.COMPACTION, owner, lease):
                 report = self._run_locked(
-                    session_id, trigger, user_id, up_to_anchor, focus_topic, tools, overhead_tokens
+                    session_id,
+                    trigger,
+                    user_id,
+                    up_to_anchor,
+                    focus_topic,
+                    tools,
+                    overhead_tokens,
+                    should_stop,
                 )
             if trigger is Trigger.IDLE and not report.applied:
                 with transaction(self._factory, durable=False) as db:
@@ -344,6 +358,7 @@ class Compactor:
         focus_topic: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
         overhead_tokens: int,
+        should_stop: Callable[[], bool] | None,
     ) -> CompactionReport:
         try:
             main = self._models.main()
@@ -364,7 +379,7 @@ class Compactor:
             settings = self.settings_for(db, chat_session.tenant_id)
         meter = Meter()
         summary = self._models.summary()
-        charged = self._charged(scope, view.summary_version)
+        charged = self._charged(scope, view.summary_version, should_stop)
         engine = self.engine(
             charged(MeteredModel(main, meter)),
             view.state,
@@ -382,6 +397,8 @@ class Compactor:
         cpu_started, wall_started = time.thread_time(), time.perf_counter()
         try:
             result = self._compress(engine, view, trigger, size, focus_topic, tools)
+        except CallStopped:
+            return CompactionReport(trigger, RunStatus.STOPPED)
         finally:
             if held:
                 self._release(holder)
@@ -467,13 +484,19 @@ class Compactor:
         except SQLAlchemyError:
             log.warning("budget reservation not released; it will expire")
 
-    def _charged(self, scope: UsageScope, summary_version: int) -> Callable[[ChatModel], ChatModel]:
-        """Wraps the compaction's models so their calls are charged under shared keys."""
+    def _charged(
+        self, scope: UsageScope, summary_version: int, should_stop: Callable[[], bool] | None
+    ) -> Callable[[ChatModel], ChatModel]:
+        """Wraps the compaction's models: calls charged under shared keys, none after a stop."""
         ledger = self.ledger
-        if ledger is None:
-            return lambda model: model
         keys = compaction_keys(scope.session_id or "", summary_version)
-        return lambda model: LedgerModel(model, ledger, scope, Purpose.SUMMARY, keys)
+
+        def wrap(model: ChatModel) -> ChatModel:
+            if ledger is not None:
+                model = LedgerModel(model, ledger, scope, Purpose.SUMMARY, keys)
+            return model if should_stop is None else StoppableModel(model, should_stop)
+
+        return wrap
 
     def _session_model(self, db: Session, session_id: str, default: ChatModel) -> ChatModel:
         """The model the session's turns use (``/model``), whose window its compactions fit."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent_core import tracing
@@ -47,6 +47,39 @@ class WrapperModel:
         on_text: TextSink | None = None,
     ) -> ChatResult:
         """The wrapped model's answer."""
+        return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)
+
+
+class CallStopped(Exception):
+    """A call was not made: whoever asked for it said to stop (``/stop``)."""
+
+
+class StoppableModel(WrapperModel):
+    """A chat model that makes no new call once ``should_stop`` says so.
+
+    A call already in flight runs to its end; the next one raises :class:`CallStopped`,
+    which no model error handler catches (it is not a :class:`ProviderError`).
+    """
+
+    def __init__(self, wrapped: ChatModel, should_stop: Callable[[], bool]) -> None:
+        super().__init__(wrapped)
+        self._should_stop = should_stop
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        on_text: TextSink | None = None,
+    ) -> ChatResult:
+        """The wrapped model's answer, unless a stop came first.
+
+        Raises:
+            CallStopped: ``should_stop`` said so; nothing was sent.
+        """
+        if self._should_stop():
+            raise CallStopped
         return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)
 
 
