@@ -17,6 +17,12 @@ from agent_core.errors import (
     ProviderUnreachable,
 )
 
+
+def misconfigured(error: Exception) -> str:
+    """What a turn says when a setting makes every turn fail (the error names the fix)."""
+    return f"I cannot answer until the operator fixes a setting: {error}."
+
+
 NO_MODEL = (
     "No model is configured, so I cannot answer yet. The operator needs to set HUBBUB_MODEL "
     "(any litellm model string, e.g. openai/gpt-4o-mini) and the provider's API key "

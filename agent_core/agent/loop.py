@@ -198,7 +198,10 @@ class Agent:
             model = self._services.models.main(self.request.model)
         except ConfigError:
             return TurnOutcome(TurnEnd.NO_MODEL, notices.NO_MODEL)
-        loop = self._begin(model)
+        try:
+            loop = self._begin(model)
+        except ConfigError as error:  # a summary model whose window holds no request
+            return TurnOutcome(TurnEnd.NO_MODEL, notices.misconfigured(error))
         if loop is None:
             return TurnOutcome(TurnEnd.GONE, "")
         engine = self._engine

@@ -501,3 +501,15 @@ def test_usage_measured_before_a_concurrent_compaction_is_discarded(factory):
     assert stored.outbox_id is not None
     assert not stored.compact_later
     assert h.session().last_prompt_tokens == 0
+
+
+def test_a_summary_model_too_small_for_any_request_is_told_not_retried_forever(factory):
+    """A setting that fails every turn is answered once with the fix, not raised again and
+    again by each sweep while the person waits for nothing."""
+    h = Harness(factory, replies=["never sent"])
+    h.summary = ScriptedModel("scripted/aux", context_length=2048)
+    outcome, stored, _ = h.turn(h.say("hello?"))
+    assert outcome.end is TurnEnd.NO_MODEL
+    assert "HUBBUB_COMPRESSION_CONTEXT_LENGTH" in outcome.text
+    assert stored.outbox_id is not None
+    assert not h.main.calls
