@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sqlite3
+import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -11,6 +16,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POOL_SIZE = 10
@@ -30,21 +37,150 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 _READING: ContextVar[bool] = ContextVar("hubbub_sqlite_reading", default=False)
 """Set by :func:`read_transaction`: the transaction being begun only reads."""
+_FIRST: ContextVar[bool] = ContextVar("hubbub_sqlite_write_first", default=False)
+"""Set by :func:`write_first`: the write being begun goes before the others waiting."""
+
+
+class _WriteGate:
+    """First come, first served (lease renewals first): the order of one process's SQLite writes.
+
+    SQLite's own busy wait retries after sleeps growing to 100 ms, and a writer arriving
+    between two of those tries takes the free lock first; under a steady stream of short
+    transactions (twenty streamed replies) one waiter was passed over for more than a
+    second, long enough for a turn lease being renewed to lapse. Queueing here, each
+    waiter is woken as the writer before it finishes.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._first: deque[object] = deque()
+        """Waiters that go before all others (lease renewals), in arrival order."""
+        self._waiting: deque[object] = deque()
+        self._held = False
+
+    def acquire(self, timeout: float, *, first: bool = False) -> bool:
+        """Wait for this caller's turn; ``False`` when ``timeout`` seconds pass first.
+
+        Args:
+            timeout: seconds to wait at most.
+            first: go before every waiter not marked so.
+        """
+        me = object()
+        queue = self._first if first else self._waiting
+        with self._changed:
+            queue.append(me)
+            try:
+                ready = self._changed.wait_for(lambda: self._next_is(me), timeout)
+                self._held = ready
+                return ready
+            finally:
+                queue.remove(me)
+                self._changed.notify_all()
+
+    def _next_is(self, waiter: object) -> bool:
+        if self._held:
+            return False
+        return (self._first or self._waiting)[0] is waiter
+
+    def release(self) -> None:
+        """Let the next waiter write."""
+        with self._changed:
+            self._held = False
+            self._changed.notify_all()
+
+
+_GATES: dict[str, _WriteGate] = {}
+_GATES_LOCK = threading.Lock()
+# A forked child (Celery's prefork pool) has none of its parent's writers in flight.
+os.register_at_fork(after_in_child=_GATES.clear)
+
+
+def _gate_for(database: str) -> _WriteGate | None:
+    """The process's gate for a database file (every engine on the file shares it)."""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    key = os.path.realpath(database)
+    with _GATES_LOCK:
+        return _GATES.setdefault(key, _WriteGate())
+
+
+class _GatedConnection(sqlite3.Connection):
+    """A SQLite connection that holds its file's write gate from ``BEGIN IMMEDIATE`` to its end."""
+
+    def __init__(self, database: str | bytes | os.PathLike[str], *args: Any, **kwargs: Any):
+        super().__init__(database, *args, **kwargs)
+        self._gate = _gate_for(os.fsdecode(database))
+        self._holding = False
+
+    def wait_to_write(self) -> None:
+        """Wait until the writers that came first are done; the caller then begins.
+
+        The gate only orders writers: if it stays closed for the busy timeout (a writer
+        that never ended its transaction), the caller goes on to SQLite's own lock, which
+        then decides as it would without the gate.
+        """
+        if self._gate is None or self._holding:
+            return
+        if self._gate.acquire(SQLITE_BUSY_TIMEOUT_MS / 1000, first=_FIRST.get()):
+            self._holding = True
+        else:
+            log.warning("SQLite write gate closed past the busy timeout; waiting on SQLite")
+
+    def done_writing(self) -> None:
+        """Let the next writer in (the transaction ended, or never began)."""
+        if self._holding and self._gate is not None:
+            self._holding = False
+            self._gate.release()
+
+    def commit(self) -> None:
+        """Commit, then let the next writer in."""
+        try:
+            super().commit()
+        finally:
+            self.done_writing()
+
+    def rollback(self) -> None:
+        """Roll back, then let the next writer in."""
+        try:
+            super().rollback()
+        finally:
+            self.done_writing()
+
+    def close(self) -> None:
+        """Close (SQLite rolls back what is open), then let the next writer in."""
+        try:
+            super().close()
+        finally:
+            self.done_writing()
 
 
 def _sqlite_begin(connection: Any) -> None:
     # A deferred transaction that later writes can fail with "database is locked" instead of
-    # waiting; taking the write lock up front makes concurrent writers queue on busy_timeout.
+    # waiting; taking the write lock up front makes concurrent writers queue (in this process,
+    # in arrival order at the write gate; other processes on busy_timeout).
     # A read takes no lock at all: under WAL it reads a snapshot while a writer writes, so
     # a long archive search never holds up intake or replies.
-    connection.exec_driver_sql("BEGIN DEFERRED" if _READING.get() else "BEGIN IMMEDIATE")
+    if _READING.get():
+        connection.exec_driver_sql("BEGIN DEFERRED")
+        return
+    dbapi_connection = connection.connection.dbapi_connection
+    if not isinstance(dbapi_connection, _GatedConnection):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    dbapi_connection.wait_to_write()
+    try:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    except BaseException:
+        dbapi_connection.done_writing()
+        raise
 
 
 def create_db_engine(url: str, *, echo: bool = False, connect_timeout: int | None = None) -> Engine:
     """An engine configured for concurrent workers on either backend.
 
     SQLite gets WAL, a busy timeout and immediate transactions (deferred ones for
-    :func:`read_transaction`); its parent folder is created if missing. Postgres gets a
+    :func:`read_transaction`), whose writers take turns in arrival order within the process;
+    its parent folder is created if missing. Postgres gets a
     pool; ``connect_timeout`` (seconds) bounds each new connection, for callers that must
     answer quickly (``hubbub doctor``) rather than wait for the operating system.
 
@@ -59,7 +195,11 @@ def create_db_engine(url: str, *, echo: bool = False, connect_timeout: int | Non
         engine = create_engine(
             url,
             echo=echo,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            connect_args={
+                "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                "check_same_thread": False,
+                "factory": _GatedConnection,
+            },
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -119,6 +259,20 @@ def read_transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
         finally:
             _READING.reset(token)
         yield session
+
+
+@contextmanager
+def write_first() -> Iterator[None]:
+    """Write transactions begun inside go before this process's other waiting writers.
+
+    For the few tiny writes that must land within a deadline (a lease renewal, which
+    would otherwise queue behind every turn's writes); on Postgres it changes nothing.
+    """
+    token = _FIRST.set(True)
+    try:
+        yield
+    finally:
+        _FIRST.reset(token)
 
 
 _DURABLE_COMMIT = text("SET LOCAL synchronous_commit TO ON")

@@ -31,6 +31,7 @@ class ChatResult:
     tool_calls: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     model: str = ""
+    """The model that answered: a fallback's name when the chain moved on to it."""
     finish_reason: str | None = None
     latency_seconds: float = 0.0
     """Wall time of the provider call, retries and back-off included."""

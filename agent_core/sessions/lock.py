@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.db.base import utcnow
-from agent_core.db.engine import transaction
+from agent_core.db.engine import transaction, write_first
 from agent_core.db.tables import LOCKS, param
 
 log = logging.getLogger(__name__)
@@ -124,14 +125,20 @@ def try_acquire(db: Session, session_id: str, kind: str, owner: str, seconds: fl
 def renew(
     factory: sessionmaker[Session], session_id: str, kind: str, owner: str, seconds: float
 ) -> bool:
-    """Extend the caller's lease; ``False`` when someone else holds it now."""
-    params = {
-        "sid": session_id,
-        "lock_kind": kind,
-        "holder": owner,
-        "expires": utcnow() + timedelta(seconds=seconds),
-    }
-    with transaction(factory, durable=False) as db:
+    """Extend the caller's lease; ``False`` when someone else holds it now.
+
+    The renewal goes before the process's other waiting writers, and the new expiry counts
+    from when the write can be made (on SQLite, once the write lock is taken), so time spent
+    waiting for the database is not taken out of the lease.
+    """
+    with write_first(), transaction(factory, durable=False) as db:
+        db.connection()
+        params = {
+            "sid": session_id,
+            "lock_kind": kind,
+            "holder": owner,
+            "expires": utcnow() + timedelta(seconds=seconds),
+        }
         return bool(db.execute(_RENEW, params).rowcount)  # type: ignore[attr-defined]
 
 
@@ -177,14 +184,22 @@ class LeaseKeeper:
     def _run(self) -> None:
         # Four renewals per lease: three in a row may fail (a database blip) before it lapses.
         interval = max(self._args[4] / RENEWALS_PER_LEASE, 0.05)
+        renewed = time.monotonic()
         while not self._stop.wait(interval):
             try:
                 if not renew(*self._args):
                     self._lost.set()
                     log.warning(
-                        "lease lost", extra={"session_id": self._args[1], "kind": self._args[2]}
+                        "lease lost: taken over after it lapsed",
+                        extra={
+                            "session_id": self._args[1],
+                            "kind": self._args[2],
+                            "lease_seconds": self._args[4],
+                            "since_renewal_seconds": round(time.monotonic() - renewed, 3),
+                        },
                     )
                     return
+                renewed = time.monotonic()
             except Exception:
                 log.exception("lease renewal failed", extra={"session_id": self._args[1]})
 

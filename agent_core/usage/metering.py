@@ -50,11 +50,15 @@ class LedgerModel(WrapperModel):
         max_tokens: int | None = None,
         on_text: TextSink | None = None,
     ) -> ChatResult:
-        """The wrapped model's answer, charged under the next key."""
+        """The wrapped model's answer, charged under the next key to the model that gave it.
+
+        A chain's fallback answers at its own price, so the row names the result's model;
+        the wrapped model's name stands in when the result names none.
+        """
         result = self.wrapped.complete(
             messages, tools=tools, max_tokens=max_tokens, on_text=on_text
         )
-        key, name = self._keys.next(), self.wrapped.name
+        key, name = self._keys.next(), result.model or self.wrapped.name
         if self._pending is None:
             self._ledger.record(self._scope, key, self._purpose, name, result.usage)
         else:

@@ -259,6 +259,16 @@ class TestSchema:
                 {"config": {"platformLimits": {"slack": {"channel": "fast"}}}},
                 "config.platformLimits.slack.channel",
             ),
+            ({"config": {"busyMode": "drop"}}, "config.busyMode"),
+            ({"config": {"collectWindowSeconds": 61}}, "config.collectWindowSeconds"),
+            ({"config": {"collectWindowSeconds": -1}}, "config.collectWindowSeconds"),
+            ({"config": {"rateLimitUser": "10/minit"}}, "config.rateLimitUser: Does not match"),
+            ({"config": {"rateLimitChat": ""}}, "config.rateLimitChat: Does not match"),
+            ({"config": {"rateLimitChat": 30}}, "config.rateLimitChat: Invalid type"),
+            ({"config": {"imageMaxBytes": 0}}, "config.imageMaxBytes: Must be greater"),
+            ({"config": {"imageMaxBytes": 1.5}}, "config.imageMaxBytes: Invalid type"),
+            ({"config": {"imageFetchTimeoutSeconds": 0}}, "config.imageFetchTimeoutSeconds"),
+            ({"config": {"visionModels": "ollama/llava"}}, "config.visionModels: Invalid type"),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -310,6 +320,12 @@ class TestSettings:
         assert settings.platform_limits["slack"]["channel"] == "1/second", "the others kept"
         assert settings.platform_limits["telegram"]["group"] == "off"
         assert settings.platform_max_wait_seconds == 20.5
+        assert (settings.busy_mode, settings.collect_window_seconds) == ("interrupt", 0.5)
+        assert settings.rate_limit_user == "5 per minute, 50/2 hours"
+        assert settings.rate_limit_chat == "", "off"
+        assert settings.image_max_bytes == 1_048_576
+        assert settings.image_fetch_timeout_seconds == 7.5
+        assert settings.vision_models == ["openai/my-model", "ollama/llava"]
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -337,6 +353,16 @@ class TestSettings:
         assert streaming_and_pacing <= set(data), "the chart sets them, to Hubbub's defaults"
         assert "HUBBUB_PLATFORM_LIMITS" not in data, "no overrides: Hubbub's own limits"
         assert settings.platform_limits == DEFAULT_PLATFORM_LIMITS
+        busy_images_and_inbound = {
+            "HUBBUB_BUSY_MODE",
+            "HUBBUB_COLLECT_WINDOW_SECONDS",
+            "HUBBUB_RATE_LIMIT_USER",
+            "HUBBUB_RATE_LIMIT_CHAT",
+            "HUBBUB_IMAGE_MAX_BYTES",
+            "HUBBUB_IMAGE_FETCH_TIMEOUT_SECONDS",
+        }
+        assert busy_images_and_inbound <= set(data), "the chart sets them, to Hubbub's defaults"
+        assert "HUBBUB_VISION_MODELS" not in data, "none named: litellm's map decides"
 
 
 class TestSecrets:

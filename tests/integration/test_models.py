@@ -13,11 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from agent_core.admin import keys
 from agent_core.config import DEFAULT_CONTEXT_LENGTH
 from agent_core.db.engine import create_db_engine, make_session_factory, transaction
-from agent_core.db.models import DEFAULT_TENANT_ID, ChatSession
+from agent_core.db.models import DEFAULT_TENANT_ID, ChatSession, UsageRecord
 from agent_core.tenancy.repository import TenancyRepository
 from gateway.routes.admin import PREFIX
 from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread
@@ -35,6 +36,12 @@ MAIN = "openai/fake-model"
 SECOND = "openai/fake-b"
 FALLBACK_BOUND_SECONDS = 30.0
 """Generous on a loaded machine; waiting out the primary's Retry-After: 60 would exceed it."""
+
+PRICES = {
+    MAIN: {"input": 0.00001, "output": 0.00003},
+    SECOND: {"input": 0.000001, "output": 0.000002},
+}
+"""HUBBUB_MODEL_COSTS: the fallback costs a tenth of the main model or less."""
 
 MAIN_WINDOW = 200_000
 """HUBBUB_CONTEXT_LENGTH: the main model's window; litellm knows none for the fakes, so the
@@ -85,6 +92,91 @@ def with_fallback(
     gateway = gateway_factory(settings_from_env(env))
     with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
         yield c
+
+
+def _admin_key(db_url: str) -> str:
+    """A new admin key of the default tenant (the web chat's)."""
+    engine = create_db_engine(db_url)
+    try:
+        with transaction(make_session_factory(engine)) as db:
+            TenancyRepository.from_session(db).ensure_default_tenant()
+            return keys.create(db, tenant_id=DEFAULT_TENANT_ID, scope="admin").secret
+    finally:
+        engine.dispose()
+
+
+def _usage_rows(db_url: str) -> list[UsageRecord]:
+    engine = create_db_engine(db_url)
+    try:
+        with transaction(make_session_factory(engine)) as db:
+            rows = list(db.scalars(select(UsageRecord).order_by(UsageRecord.id)))
+            db.expunge_all()
+            return rows
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def priced_fallback(
+    db_url: str,
+    tmp_path: Path,
+    fake_llm: FakeLLM,
+    second_llm: FakeLLM,
+    gateway_factory: Callable[..., GatewayServer],
+) -> Iterator[httpx.Client]:
+    """A gateway whose main model falls back to the second, each at its own price."""
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps(PRICES))
+    env = _env(
+        db_url, tmp_path, fake_llm, second_llm, fallback_models=SECOND, model_costs=str(costs)
+    )
+    gateway = gateway_factory(settings_from_env(env))
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as c:
+        c.headers["Authorization"] = f"Bearer {_admin_key(db_url)}"
+        yield c
+
+
+class TestFallbackCharges:
+    @pytest.mark.parametrize(
+        "failure",
+        [Failure.server_error(), Failure.rate_limited(60)],
+        ids=["5xx-storm", "429-retry-after"],
+    )
+    def test_the_fallback_s_answer_is_charged_to_it_at_its_price(
+        self,
+        db_url: str,
+        priced_fallback: httpx.Client,
+        fake_llm: FakeLLM,
+        second_llm: FakeLLM,
+        failure: Failure,
+    ) -> None:
+        fake_llm.fail_next(*[failure] * 5)
+        post(priced_fallback, "c1", "who pays?")
+        (reply,) = wait_replies(priced_fallback, "c1", 1, timeout=FALLBACK_BOUND_SECONDS)
+        assert reply["text"] == "echo: who pays?"
+        (usage,) = second_llm.usages
+        assert fake_llm.usages == [], "the main model answered nothing"
+
+        (row,) = _usage_rows(db_url)
+        assert row.model == SECOND
+        assert (row.prompt_tokens, row.completion_tokens) == (
+            usage["prompt_tokens"],
+            usage["completion_tokens"],
+        )
+        price = PRICES[SECOND]
+        expected = usage["prompt_tokens"] * price["input"] + (
+            usage["completion_tokens"] * price["output"]
+        )
+        assert row.cost_known
+        assert row.cost_usd == pytest.approx(expected)
+
+        report = priced_fallback.get(
+            f"{PREFIX}/tenants/{DEFAULT_TENANT_ID}/usage", params={"group_by": "model"}
+        )
+        assert report.status_code == 200, report.text
+        rows = report.json()["rows"]
+        assert [(r["key"], r["calls"]) for r in rows] == [(SECOND, 1)]
+        assert rows[0]["cost_usd"] == pytest.approx(expected)
 
 
 class TestFallback:
@@ -220,14 +312,7 @@ class TestModelCommand:
 @pytest.fixture
 def admin(db_url: str, client: httpx.Client) -> httpx.Client:
     """``client`` with an admin key of the default tenant (the web chat's)."""
-    engine = create_db_engine(db_url)
-    try:
-        with transaction(make_session_factory(engine)) as db:
-            TenancyRepository.from_session(db).ensure_default_tenant()
-            secret = keys.create(db, tenant_id=DEFAULT_TENANT_ID, scope="admin").secret
-    finally:
-        engine.dispose()
-    client.headers["Authorization"] = f"Bearer {secret}"
+    client.headers["Authorization"] = f"Bearer {_admin_key(db_url)}"
     return client
 
 

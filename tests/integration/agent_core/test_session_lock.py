@@ -9,13 +9,22 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.engine import (
+    _gate_for,
+    create_db_engine,
+    make_session_factory,
+    transaction,
+    write_first,
+)
+from agent_core.db.models import SessionLock
 from agent_core.sessions import lock
 from agent_core.sessions.service import Conversation, get_or_create_session
 from agent_core.tenancy.repository import TenancyRepository
+from tests.fixtures.services import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -204,3 +213,100 @@ def _hold_forever(db_url: str, session_id: str) -> None:
         time.sleep(0.05)
     with lock.LeaseKeeper(factory, session_id, lock.COMPACTION, "doomed", HOLDER_LEASE):
         time.sleep(3600)
+
+
+BUSY_LEASE = 1.0
+"""A lease renewed every 0.25 s, against writers that never pause."""
+RENEWALS_TO_SEE = 8
+WORK = text(
+    "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) "
+    "SELECT count(*) FROM n"
+)
+"""A few milliseconds of work inside a write transaction, like a turn's own statements."""
+
+
+class TestBusySqlite:
+    def test_a_renewal_gets_the_write_lock_among_writers_that_never_pause(
+        self, sqlite_url: str
+    ) -> None:
+        """SQLite's own busy wait sleeps up to 100 ms between tries and is overtaken by
+        writers that retake the lock at once; the renewal must still get its turn."""
+        engine = create_db_engine(sqlite_url)
+        factory = make_session_factory(engine)
+        done = threading.Event()
+        seen: set[object] = set()
+        owners: set[str] = set()
+
+        def take_over(name: str) -> None:
+            # What a sweeper does with a lapsed lease, as often as the lock allows.
+            while not done.is_set():
+                with transaction(factory, durable=False) as db:
+                    db.execute(WORK)
+                    lock.try_acquire(db, sid, lock.TURN, name, BUSY_LEASE)
+                    row = db.execute(
+                        select(SessionLock.owner, SessionLock.expires_at).where(
+                            SessionLock.session_id == sid, SessionLock.kind == lock.TURN
+                        )
+                    ).one()
+                    owners.add(row.owner)
+                    seen.add(row.expires_at)
+                if row.owner != "holder" or len(seen) >= RENEWALS_TO_SEE:
+                    done.set()
+
+        try:
+            with transaction(factory) as db:
+                bot = TenancyRepository(db).ensure_bot("default", "webchat", "default", settings={})
+                sid = get_or_create_session(db, Conversation("default", bot.id, "webchat", "c")).id
+            with lock.held(factory, sid, lock.TURN, "holder", BUSY_LEASE) as keeper:
+                assert keeper is not None
+                writers = [threading.Thread(target=take_over, args=(f"w{i}",)) for i in range(4)]
+                for writer in writers:
+                    writer.start()
+                assert done.wait(timeout=120), "the writers saw neither renewals nor a takeover"
+                for writer in writers:
+                    writer.join()
+                assert owners == {"holder"}, "a writer took the lease over from a live holder"
+                assert not keeper.lost
+        finally:
+            done.set()
+            engine.dispose()
+
+    def test_a_renewal_goes_before_the_writers_already_waiting(self, sqlite_url: str) -> None:
+        engine = create_db_engine(sqlite_url)
+        factory = make_session_factory(engine)
+        gate = _gate_for(make_url(sqlite_url).database or "")
+        assert gate is not None
+        holding, release = threading.Event(), threading.Event()
+        order: list[str] = []
+
+        def hold() -> None:
+            with transaction(factory) as db:
+                db.execute(text("SELECT 1"))
+                holding.set()
+                release.wait(timeout=60)
+
+        def write(name: str) -> None:
+            with transaction(factory) as db:
+                db.execute(text("SELECT 1"))
+                order.append(name)
+
+        def renewal() -> None:
+            with write_first():
+                write("renewal")
+
+        threads = [threading.Thread(target=hold)]
+        try:
+            threads[0].start()
+            assert holding.wait(timeout=60)
+            threads.append(threading.Thread(target=write, args=("writer",)))
+            threads[-1].start()
+            wait_until(lambda: len(gate._waiting) == 1, what="the writer queued")
+            threads.append(threading.Thread(target=renewal))
+            threads[-1].start()
+            wait_until(lambda: len(gate._first) == 1, what="the renewal queued")
+        finally:
+            release.set()
+            for thread in threads:
+                thread.join(timeout=60)
+            engine.dispose()
+        assert order == ["renewal", "writer"]
