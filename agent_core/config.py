@@ -73,13 +73,13 @@ DEFAULT_SUMMARY_CONCURRENCY = 4
 """Summary requests of one compaction in flight at once (chunk summaries, merge rounds)."""
 
 DEFAULT_AGENT_MAX_ITERATIONS = 8
+"""Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_BUDGET_RESERVATION_SECONDS = 900.0
 """How long a model call's reserved estimate counts against budgets if its worker dies."""
 DEFAULT_RATE_LIMIT_USER = "10/minute;100/hour"
 """Turns one person may ask of one bot (``limits`` notation; several windows with ``;``)."""
 DEFAULT_RATE_LIMIT_CHAT = "30/minute;300/hour"
 """Turns one chat may ask of one bot, whoever asks."""
-"""Model calls one turn may make (tool rounds plus the answer)."""
 DEFAULT_TOOL_LISTING_BUDGET = 0.05
 """Deferrable tool schemas beyond this share of the window go behind the bridge tools."""
 DEFAULT_TOOL_MAX_CHARS = 50_000
@@ -115,12 +115,13 @@ DEFAULT_INTERNAL_HOST = "127.0.0.1"
 DEFAULT_WEBCHAT_COOKIE_DAYS = 365
 """How long a public web chat browser keeps its conversations."""
 DEFAULT_CONSOLE_SESSION_HOURS = 8
+"""A working day: a console sign-in lasts this long, then the key is asked again."""
 # Busy modes (agent_core.busy).
 DEFAULT_BUSY_MODE: BusyModeName = "collect"
 """Group chats arrive in bursts ("hey", "the deploy failed", "on staging"): one answer to
 the burst, not one per line (OpenClaw's default queue mode is ``collect`` too)."""
 DEFAULT_COLLECT_WINDOW_SECONDS = 2.0
-"""A working day: a console sign-in lasts this long, then the key is asked again."""
+"""How long ``collect`` waits after a message for the rest of its burst."""
 # Streamed replies (issue 13 §1).
 DEFAULT_STREAMING = True
 DEFAULT_STREAM_EDIT_INTERVAL_SECONDS = 1.5
