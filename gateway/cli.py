@@ -7,6 +7,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from importlib.metadata import version as package_version
@@ -25,6 +27,8 @@ from gateway import admin_cli, backup_cli, keys_cli, sessions_cli, usage_cli
 if TYPE_CHECKING:
     from gateway.routes.webchat_stream import StreamShutdown
     from gateway.supervisor import WorkerSupervisor
+
+log = logging.getLogger(__name__)
 
 app = typer.Typer(
     help="Hubbub: one LLM agent behind your Telegram, Discord, Slack and web chats.",
@@ -144,7 +148,7 @@ def _run_up(settings: Settings, sockets: list[socket.socket]) -> None:
         from gateway.supervisor import WorkerSupervisor
 
         worker = WorkerSupervisor(
-            [sys.executable, "-m", "gateway.cli", "worker"],
+            [sys.executable, "-m", "gateway.cli", "worker", "--parent-pid", str(os.getpid())],
             grace_seconds=settings.shutdown_grace_seconds,
         )
         worker.start()
@@ -167,14 +171,40 @@ def gateway(host: Host = None, port: Port = None) -> None:
         _serve(settings, sockets)
 
 
+PARENT_CHECK_SECONDS = 1.0
+"""How often ``hubbub up``'s worker child looks whether ``hubbub up`` still runs."""
+
+
+def stop_when_orphaned(parent_pid: int) -> None:
+    """Stop this worker (a warm shutdown) once ``parent_pid`` is no longer its parent.
+
+    A ``hubbub up`` killed outright (SIGKILL, the OOM killer) cannot stop its worker; left
+    running, the orphan would go on answering from a deployment that is down.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        log.warning("hubbub up is gone; stopping its worker", extra={"parent_pid": parent_pid})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="hubbub-parent-watch", daemon=True).start()
+
+
 @app.command()
 def worker(
     concurrency: Annotated[
         int | None, typer.Option(help="Turns run at once (HUBBUB_WORKER_CONCURRENCY).")
     ] = None,
+    parent_pid: Annotated[
+        int | None,
+        typer.Option(hidden=True, help="Stop when this process is gone (`hubbub up`'s child)."),
+    ] = None,
 ) -> None:
     """Run a Celery worker that answers queued messages (needs HUBBUB_REDIS_URL)."""
     settings = _settings(worker_concurrency=concurrency)
+    if parent_pid is not None:
+        stop_when_orphaned(parent_pid)
     if settings.redis_url is None:
         typer.secho(
             "HUBBUB_REDIS_URL is not set. Workers need Redis; without it `hubbub up` runs "

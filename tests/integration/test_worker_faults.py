@@ -214,6 +214,30 @@ def test_up_restarts_its_worker_when_it_dies(
         os.kill(pids[1], 0)  # stopping `hubbub up` stopped its worker
 
 
+def test_a_worker_whose_up_was_killed_outright_stops(
+    postgres_url: str,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    processes: list[ServiceProcess],
+) -> None:
+    """SIGKILL leaves `hubbub up` no chance to stop its worker: the worker stops itself."""
+    env = hubbub_env(db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url)
+    service = start_up(env, free_port())
+    processes.append(service)
+    (child,) = wait_until(lambda: _worker_pids(service), timeout=60, what="the worker child")
+    service.kill()
+
+    def gone() -> bool:
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        return state == "Z"
+
+    wait_until(gone, timeout=90, what="the orphaned worker to stop")
+
+
 @pytest.fixture
 def lease_env(
     postgres_url: str, redis_url: str, fake_llm: FakeLLM, tmp_path: Path
