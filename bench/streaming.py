@@ -380,7 +380,9 @@ def bench_webchat(
                     started[conversation] = time.monotonic()
                     client.post(
                         f"/api/webchat/{conversation}/messages",
-                        json={"text": f"question {number}"},
+                        # As the page asks: its first message is posted before its stream
+                        # can open (a conversation without lines has none).
+                        json={"text": f"question {number}", "stream": True},
                     ).raise_for_status()
                     pages.append(_PageStream(gateway.base_url, conversation, timeout))
             for page in pages:
