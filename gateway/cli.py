@@ -38,7 +38,6 @@ app = typer.Typer(
 
 Host = Annotated[str | None, typer.Option(help="Interface to listen on (HUBBUB_HOST).")]
 Port = Annotated[int | None, typer.Option(help="Port to listen on (HUBBUB_PORT).")]
-"""Pending connections the kernel queues (uvicorn's default)."""
 
 
 def _settings(**overrides: object) -> Settings:
