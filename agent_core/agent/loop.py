@@ -287,7 +287,9 @@ class Agent:
                 if request.tenant is None
                 else services.compactor.tenant_settings(request.tenant)
             )
-            waiting = self._waiting(db)
+            # The message is the session's last (read in this transaction): nothing waits
+            # behind it, so the first safe point has nothing to look at.
+            waiting = [] if chat_session.next_seq <= trigger.seq else self._waiting(db)
             budgeted = services.usage is not None and services.usage.budgets.apply_to(db, scope)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)

@@ -302,11 +302,17 @@ LOOKS = r"\bFROM messages\b.*\bturn_state\b"
 TRANSCRIPT_READS = r"\bFROM messages\b.*\barchived\b"
 
 
-def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_stored(factory):
+@pytest.mark.parametrize("newer", [False, True], ids=["alone", "message-behind"])
+def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_stored(
+    factory, newer
+):
     """Neither safe point of a plain turn needs a transaction of its own: the first reuses
-    what the turn read as it began, the last looks in the reply's transaction."""
+    what the turn read as it began (nothing to read when its message is the session's
+    last), the last looks in the reply's transaction."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
+    if newer:
+        h.say("and one more thing", triggers=False)
     with transaction(factory) as db:
         message = db.get(Message, message_id)
         assert message is not None
@@ -315,8 +321,11 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_s
         agent = Agent(h.services, request)
         outcome = agent.run()
         looks, transcript_reads = log.at(LOOKS), log.at(TRANSCRIPT_READS)
-        assert len(looks) == 1, "one look before the call"
-        assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+        if newer:
+            assert len(looks) == 1, "one look before the call"
+            assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
+        else:
+            assert looks == [], "nothing arrived after the message: nothing to look at"
         with transaction(factory) as db:
             found = agent.reply_rows(db)
             assert found is not None
@@ -324,7 +333,9 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_s
             reply_transaction = log.transactions
     assert outcome.end is TurnEnd.REPLY
     assert stored.outbox_id is not None
-    assert log.at(LOOKS)[1:] == [reply_transaction], "the last look is in the reply's transaction"
+    assert log.at(LOOKS)[len(looks) :] == [reply_transaction], (
+        "the last look is in the reply's transaction"
+    )
 
 
 def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory):

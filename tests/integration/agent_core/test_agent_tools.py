@@ -199,9 +199,10 @@ def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory
     journaled = log.at(r"^UPDATE messages SET meta")
     stored_round = log.at(r"^INSERT INTO messages")
     looks = log.at(WAITING)
-    assert len(looks) == 3, "as the turn began, before the tools, before the second call"
-    assert looks[1] == journaled[0], "the look before the tools is in the journal's transaction"
-    assert looks[2] == stored_round[-1], "the next look is read back with the stored round"
+    # Nothing waits behind the message as the turn begins: the first look reads nothing.
+    assert len(looks) == 2, "before the tools, before the second call"
+    assert looks[0] == journaled[0], "the look before the tools is in the journal's transaction"
+    assert looks[1] == stored_round[-1], "the next look is read back with the stored round"
     assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "so is the transcript"
 
 
@@ -218,7 +219,7 @@ def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
     stored_round = log.at(r"^INSERT INTO messages")
     assert log.transactions == 2, "the turn's start, then the round stored"
     assert set(stored_round) == {2}
-    assert log.at(WAITING) == [1, 2], "a stop is looked for as the round is stored"
+    assert log.at(WAITING) == [2], "a stop is looked for as the round is stored"
     assert [r.role for r in stored(h)] == ["user", "assistant", "tool"]
 
 
