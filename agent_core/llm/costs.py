@@ -44,15 +44,11 @@ def remember_catalogue_prices(models: Iterable[str]) -> None:
     price of 0, which would make it look priced; what the map said before is kept.
     """
     for model in models:
-        _litellm_price(model)
+        catalogue_price(model)
 
 
 def catalogue_price(model: str) -> Price | None:
     """The price litellm's map gave ``model`` before any Router was built for it."""
-    return _litellm_price(model)
-
-
-def _litellm_price(model: str) -> Price | None:
     if model not in _CATALOGUE:
         _CATALOGUE[model] = _read_litellm_price(model)
     return _CATALOGUE[model]
@@ -94,7 +90,7 @@ class CostTable:
         if model in self._prices:
             return self._prices[model]
         if model not in self._looked_up:
-            self._looked_up[model] = _litellm_price(model)
+            self._looked_up[model] = catalogue_price(model)
         return self._looked_up[model]
 
     def cost(self, model: str, usage: Usage) -> Cost:
