@@ -613,6 +613,11 @@ class Bench:
             r.trigger for r in during if r.trigger != Trigger.BACKGROUND
         ]
         requests = self._requests_for(line)
+        if not requests:
+            raise SystemExit(
+                f"the provider never saw the turn for {line.uid}; its reply was "
+                f"{sent.kind}: {sent.text[:200]!r}"
+            )
         record.model_requests = len(requests)
         messages_sent = requests[-1]["messages"]
         record.prompt_tokens = self.fake.counter.count_messages(messages_sent)
@@ -654,8 +659,6 @@ class Bench:
             last = body["messages"][-1] if body.get("messages") else {}
             if str(last.get("content") or "").endswith(line.text):
                 found.append(body)
-        if not found:
-            raise SystemExit(f"the provider never saw the turn for {line.uid}")
         return found
 
 
@@ -1075,6 +1078,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # Each question its own measured turn (the default collect mode would merge
             # questions asked while a turn runs).
             "busy_mode": "queue",
+            # The probes and the day's questions come faster than the default per-person
+            # and per-chat turn limits allow; a limited turn would be a notice, not a reply.
+            "rate_limit_user": "off",
+            "rate_limit_chat": "off",
         }
         if args.quiet > 0:
             # The quiet hours before the morning, compressed: the sweeper compacts a session
@@ -1218,6 +1225,8 @@ def measure(
             "summary_window": summary_model.context_length,
             "summary_request_limit_tokens": aux_limit,
             "worker_concurrency": runtime.settings.worker_concurrency,
+            "busy_mode": runtime.settings.busy_mode,
+            "turn_rate_limits": "off",
         },
         "fake_provider": {
             "latency_ms_per_1k_prompt_tokens": args.ms_per_1k,
