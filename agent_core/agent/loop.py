@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -47,7 +47,7 @@ from agent_core.context.interim import interim_transcript
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Message
 from agent_core.errors import ConfigError, ContextOverflow, ProviderError
-from agent_core.llm.model import ChatModel, ChatResult, Usage
+from agent_core.llm.model import CallStopped, ChatModel, ChatResult, TextSink, Usage
 from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.prompt.service import restore_or_build
@@ -80,6 +80,8 @@ log = logging.getLogger(__name__)
 
 INTERRUPT_LOOKAHEAD = 50
 """Waiting messages read at a safe point to see whether one stops the turn."""
+STREAM_LOOK_SECONDS = 1.0
+"""While a reply streams, how often the turn looks for a message that stops it."""
 MAX_OVERFLOW_RECOVERIES = 3
 """Compress-and-retry rounds after the provider says the prompt does not fit."""
 INEFFECTIVE_NOTICE_KEY = "ineffective_notified"
@@ -319,13 +321,19 @@ class Agent:
     def _stopped_by(self, loop: _Loop, newer: list[busy.Waiting]) -> TurnOutcome | None:
         """The outcome to stop with when one of the ``newer`` waiting messages says so."""
         found = busy.interruption(newer, self.request.busy_mode)
-        if found is None:
-            return None
+        return None if found is None else self._stopped(loop, found)
+
+    def _stopped(self, loop: _Loop, found: busy.Interruption) -> TurnOutcome:
         log.info(
             "turn interrupted",
             extra={"session_id": self.request.session_id, "by": found.by, "stop": found.stop},
         )
         return replace(self._outcome(loop, TurnEnd.INTERRUPTED, ""), interrupted=found)
+
+    def _look(self) -> busy.Interruption | None:
+        """A look of its own for a waiting message that stops the turn (while it streams)."""
+        with read_transaction(self._services.factory) as db:
+            return busy.interruption(self._waiting(db), self.request.busy_mode)
 
     def _waiting(self, db: Session) -> list[busy.Waiting]:
         """The messages that arrived after the one this turn answers and wait for a turn."""
@@ -551,12 +559,16 @@ class Agent:
                 {"role": "system", "content": loop.system_prompt},
                 *_valid_for_provider(self._messages(loop, engine)),
             ]
+            sink = self.request.on_text
+            watch = None if sink is None else StreamWatch(sink, self._look, STREAM_LOOK_SECONDS)
             try:
                 result = model.complete(
-                    request,
-                    tools=tools.schemas if tools else None,
-                    on_text=self.request.on_text,
+                    request, tools=tools.schemas if tools else None, on_text=watch
                 )
+            except CallStopped:
+                assert watch is not None
+                assert watch.found is not None
+                return self._stopped(loop, watch.found)
             except ContextOverflow as error:
                 loop.errors.append(error)
                 if not enabled:
@@ -879,6 +891,43 @@ class _UsageJudge:
             )
         self.judged = True
         return engine_state_values(engine.state, context_state)
+
+
+class StreamWatch:
+    """The text sink of a streamed call that also looks, now and then, for a stop.
+
+    A ``/stop`` (or, in the ``interrupt`` busy mode, a newer message) that arrives while a
+    long reply streams ends the call at the next chunk after a look, instead of when the
+    model finishes: the provider stops generating, and the person waits no longer.
+    """
+
+    def __init__(
+        self,
+        sink: TextSink,
+        look: Callable[[], busy.Interruption | None],
+        every_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sink = sink
+        self._look = look
+        self._every = every_seconds
+        self._clock = clock
+        self._due = clock() + every_seconds
+        self.found: busy.Interruption | None = None
+        """What stopped the call, once something did."""
+
+    def __call__(self, text: str) -> None:
+        """Pass ``text`` on, unless a look that is due finds a stop.
+
+        Raises:
+            CallStopped: a waiting message stops the turn (:attr:`found` says which).
+        """
+        if self._clock() >= self._due:
+            self.found = self._look()
+            if self.found is not None:
+                raise CallStopped
+            self._due = self._clock() + self._every
+        self._sink(text)
 
 
 def _total_usage(calls: Sequence[ModelCall]) -> Usage | None:

@@ -50,9 +50,9 @@ from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
 from agent_core.db.models import ChatSession, Tenant
 from agent_core.errors import ConfigError
-from agent_core.llm.model import ChatModel
+from agent_core.llm.model import CallStopped, ChatModel
 from agent_core.llm.models import ModelSet
-from agent_core.llm.wrapper import CallStopped, Meter, MeteredModel, StoppableModel
+from agent_core.llm.wrapper import Meter, MeteredModel, StoppableModel
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.sessions import lock
 from agent_core.sessions.repository import SessionRepository

@@ -23,6 +23,7 @@ from agent_core.errors import (
     ProviderUnavailable,
     ProviderUnreachable,
 )
+from agent_core.llm.model import CallStopped
 
 MAX_MESSAGE_CHARS = 300
 
@@ -190,10 +191,13 @@ def translate(exc: BaseException, model: str, *, api_base: str | None = None) ->
 
 @contextmanager
 def map_litellm_errors(model: str, *, api_base: str | None = None) -> Iterator[None]:
-    """Re-raise anything litellm raises as a :class:`ProviderError` (see :func:`translate`)."""
+    """Re-raise anything litellm raises as a :class:`ProviderError` (see :func:`translate`).
+
+    A stop the caller's text sink raised (:class:`CallStopped`) is not litellm's: it passes.
+    """
     try:
         yield
-    except ProviderError:
+    except (ProviderError, CallStopped):
         raise
     except Exception as exc:
         raise translate(exc, model, api_base=api_base) from exc

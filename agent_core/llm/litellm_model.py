@@ -21,7 +21,7 @@ from agent_core.config import DEFAULT_CONTEXT_LENGTH, LLMSettings
 from agent_core.errors import ConfigError, ProviderError
 from agent_core.llm.costs import catalogue_price, remember_catalogue_prices
 from agent_core.llm.errors import map_litellm_errors
-from agent_core.llm.model import ChatResult, Message, TextSink, Usage
+from agent_core.llm.model import CallStopped, ChatResult, Message, TextSink, Usage
 from agent_core.llm.prompt_caching import apply_anthropic_cache_control, is_anthropic_model
 
 log = logging.getLogger(__name__)
@@ -248,22 +248,28 @@ def _streamed(
 
     Raises:
         ProviderError: the stream ended before any chunk arrived.
+        CallStopped: ``on_text`` said to stop; the stream is closed.
     """
     chunks: list[Any] = []
     text = ""
     showing = True
     stream: Any = router.completion(**kwargs, stream=True, stream_options={"include_usage": True})
-    for chunk in stream:
-        chunks.append(chunk)
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        if getattr(delta, "tool_calls", None):
-            showing = False
-        piece = getattr(delta, "content", None)
-        if piece and showing:
-            text += piece
-            on_text(text)
+    try:
+        for chunk in stream:
+            chunks.append(chunk)
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if getattr(delta, "tool_calls", None):
+                showing = False
+            piece = getattr(delta, "content", None)
+            if piece and showing:
+                text += piece
+                on_text(text)
+    except CallStopped:
+        # Closed now, not when the stream is collected: the provider stops generating.
+        stream.close()
+        raise
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
     if response is None:
         raise ProviderError(model, "the provider's stream ended without an answer")

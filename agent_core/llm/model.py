@@ -8,7 +8,17 @@ from typing import Any, Protocol, runtime_checkable
 
 Message = Mapping[str, Any]
 TextSink = Callable[[str], None]
-"""Receives the reply's text so far (the whole text, not a delta) while the model streams."""
+"""Receives the reply's text so far (the whole text, not a delta) while the model streams.
+
+It may raise :class:`CallStopped` to end the call there (a ``/stop`` came)."""
+
+
+class CallStopped(Exception):
+    """A call was not made, or a streamed one was ended: whoever asked for it said to stop.
+
+    Not a :class:`~agent_core.errors.ProviderError`: no model error handler catches it, and
+    no fallback model is tried.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,5 +87,6 @@ class ChatModel(Protocol):
 
         Raises:
             ProviderError: the call failed after the model's own retry policy.
+            CallStopped: ``on_text`` raised it; the stream was closed there.
         """
         ...

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_core import tracing
 from agent_core.errors import ProviderError
-from agent_core.llm.model import ChatModel, ChatResult, Message, TextSink
+from agent_core.llm.model import CallStopped, ChatModel, ChatResult, Message, TextSink
 
 
 class WrapperModel:
@@ -48,10 +48,6 @@ class WrapperModel:
     ) -> ChatResult:
         """The wrapped model's answer."""
         return self.wrapped.complete(messages, tools=tools, max_tokens=max_tokens, on_text=on_text)
-
-
-class CallStopped(Exception):
-    """A call was not made: whoever asked for it said to stop (``/stop``)."""
 
 
 class StoppableModel(WrapperModel):

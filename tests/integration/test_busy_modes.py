@@ -21,7 +21,7 @@ from agent_core.commands import STOPPED_REPLY
 from agent_core.db.engine import transaction
 from agent_core.db.models import ChatSession, Message, OutboxEntry, TurnState
 from tests.fixtures import services
-from tests.fixtures.llm_server import FakeLLM
+from tests.fixtures.llm_server import FakeLLM, ScriptedReply
 from tests.fixtures.services import (
     GatewayServer,
     ServiceProcess,
@@ -186,6 +186,33 @@ def test_stop_cancels_a_slow_turn_and_says_so(
     stopped, nothing = wait_replies(client, "c1", 2)
     assert stopped["text"] == STOPPED_REPLY
     assert nothing["text"] == "Nothing is running, so there is nothing to stop."
+    assert len(fake_llm.chat_requests()) == 1
+
+
+def test_stop_ends_a_streaming_reply_before_the_model_finishes(
+    postgres_url: str,
+    redis_url: str,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    start: Callable[[dict[str, str]], tuple[GatewayServer, httpx.Client]],
+    processes: list[ServiceProcess],
+) -> None:
+    """The provider's stream is closed soon after the ``/stop``: it stops generating."""
+    env = hubbub_env(
+        db_url=postgres_url, home=tmp_path, fake=fake_llm, redis_url=redis_url, streaming="on"
+    )
+    gateway, client = start(env)
+    processes.append(start_worker(env))
+    fake_llm.stream_tokens_per_second = 5  # 300 words: a minute of streaming
+    fake_llm.queue_replies(ScriptedReply(" ".join(f"word{n}" for n in range(300))))
+    post_accepted(client, "c1", "write me an essay", stream=True)
+    wait_until(lambda: fake_llm.chat_requests(), timeout=60, what="the streamed model call")
+    post_accepted(client, "c1", "/stop")
+    (reply,) = wait_replies(client, "c1", 1)
+    assert reply["text"] == STOPPED_REPLY
+    wait_until(lambda: fake_llm.streams_cut == 1, timeout=60, what="the stream closed early")
+    (essay,) = (m for m in _settled(gateway, "c1") if m.content == "write me an essay")
+    assert essay.meta[INTERRUPTED_BY] is not None
     assert len(fake_llm.chat_requests()) == 1
 
 

@@ -6,7 +6,9 @@ import pytest
 
 from agent_core.config import LLMSettings
 from agent_core.llm.litellm_model import LiteLLMModel
+from agent_core.llm.model import CallStopped
 from tests.fixtures.llm_server import Failure, FakeLLM, LLMServerThread, ScriptedReply, tool_call
+from tests.fixtures.services import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +87,36 @@ def test_a_stream_refused_with_a_429_is_streamed_by_the_fallback(fake_llm: FakeL
     assert result.attempts == 2
     assert request["stream"] is True
     assert len(fake_llm.chat_requests()) == 1
+
+
+def test_a_sink_that_says_stop_closes_the_stream_and_no_fallback_is_tried(
+    fake_llm: FakeLLM,
+) -> None:
+    """``/stop`` mid-stream: the call ends there, the provider sees the stream closed."""
+    fake_llm.stream_tokens_per_second = 50
+    fake_llm.queue_replies(ScriptedReply(" ".join(f"word{n}" for n in range(200))))
+    seen: list[str] = []
+
+    def sink(text: str) -> None:
+        seen.append(text)
+        if len(seen) == 3:
+            raise CallStopped
+
+    with LLMServerThread() as second:
+        model = LiteLLMModel(
+            LLMSettings(
+                model="openai/fake-model",
+                api_base=fake_llm.base_url,
+                api_key="sk-test",
+                fallbacks=("openai/fake-b",),
+                endpoints=(("openai/fake-b", second.base_url),),
+            )
+        )
+        with pytest.raises(CallStopped):
+            model.complete([{"role": "user", "content": "talk"}], on_text=sink)
+        assert second.chat_requests() == [], "a stop is not a failure to fall back from"
+
+    assert len(seen) == 3
+    wait_until(lambda: fake_llm.streams_cut == 1, timeout=30, what="the stream closed")
+    fake_llm.queue_replies(ScriptedReply("still here"))
+    assert _model(fake_llm).complete([{"role": "user", "content": "hi"}]).content == "still here"
