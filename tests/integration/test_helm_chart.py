@@ -269,6 +269,11 @@ class TestSchema:
             ({"config": {"imageMaxBytes": 1.5}}, "config.imageMaxBytes: Invalid type"),
             ({"config": {"imageFetchTimeoutSeconds": 0}}, "config.imageFetchTimeoutSeconds"),
             ({"config": {"visionModels": "ollama/llava"}}, "config.visionModels: Invalid type"),
+            ({"config": {"maxBodyBytes": 0}}, "config.maxBodyBytes: Must be greater"),
+            ({"config": {"maxBodyBytes": "1Mi"}}, "config.maxBodyBytes: Invalid type"),
+            ({"config": {"agentMaxIterations": 0}}, "config.agentMaxIterations: Must be greater"),
+            ({"config": {"agentMaxIterations": 101}}, "config.agentMaxIterations: Must be less"),
+            ({"config": {"agentMaxIterations": 2.5}}, "config.agentMaxIterations: Invalid type"),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -326,6 +331,7 @@ class TestSettings:
         assert settings.image_max_bytes == 1_048_576
         assert settings.image_fetch_timeout_seconds == 7.5
         assert settings.vision_models == ["openai/my-model", "ollama/llava"]
+        assert (settings.max_body_bytes, settings.agent_max_iterations) == (2_097_152, 12)
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -363,6 +369,8 @@ class TestSettings:
         }
         assert busy_images_and_inbound <= set(data), "the chart sets them, to Hubbub's defaults"
         assert "HUBBUB_VISION_MODELS" not in data, "none named: litellm's map decides"
+        request_and_turn_limits = {"HUBBUB_MAX_BODY_BYTES", "HUBBUB_AGENT_MAX_ITERATIONS"}
+        assert request_and_turn_limits <= set(data), "the chart sets them, to Hubbub's defaults"
 
 
 class TestSecrets:
