@@ -274,6 +274,18 @@ class TestSchema:
             ({"config": {"agentMaxIterations": 0}}, "config.agentMaxIterations: Must be greater"),
             ({"config": {"agentMaxIterations": 101}}, "config.agentMaxIterations: Must be less"),
             ({"config": {"agentMaxIterations": 2.5}}, "config.agentMaxIterations: Invalid type"),
+            (
+                {"config": {"compression": {"summaryConcurrency": 0}}},
+                "config.compression.summaryConcurrency: Must be greater",
+            ),
+            (
+                {"config": {"compression": {"summaryConcurrency": 33}}},
+                "config.compression.summaryConcurrency: Must be less",
+            ),
+            (
+                {"config": {"compression": {"idleSeconds": -1}}},
+                "config.compression.idleSeconds: Must be greater",
+            ),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -332,6 +344,8 @@ class TestSettings:
         assert settings.image_fetch_timeout_seconds == 7.5
         assert settings.vision_models == ["openai/my-model", "ollama/llava"]
         assert (settings.max_body_bytes, settings.agent_max_iterations) == (2_097_152, 12)
+        assert settings.compression.summary_concurrency == 8
+        assert settings.compression.idle_seconds == 0, "0: never"
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -371,6 +385,8 @@ class TestSettings:
         assert "HUBBUB_VISION_MODELS" not in data, "none named: litellm's map decides"
         request_and_turn_limits = {"HUBBUB_MAX_BODY_BYTES", "HUBBUB_AGENT_MAX_ITERATIONS"}
         assert request_and_turn_limits <= set(data), "the chart sets them, to Hubbub's defaults"
+        compaction = {"HUBBUB_COMPRESSION_IDLE_SECONDS", "HUBBUB_COMPRESSION_SUMMARY_CONCURRENCY"}
+        assert compaction <= set(data), "the chart sets them, to Hubbub's defaults"
 
 
 class TestSecrets:
