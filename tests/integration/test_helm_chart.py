@@ -23,7 +23,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 import workers.metrics  # noqa: F401  (registers the metrics the dashboard must chart)
-from agent_core.config import DEFAULT_PLATFORM_LIMITS, Settings, load_settings
+from agent_core.config import DEFAULT_PLATFORM_LIMITS, Settings, ToolSettings, load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -286,6 +286,20 @@ class TestSchema:
                 {"config": {"compression": {"idleSeconds": -1}}},
                 "config.compression.idleSeconds: Must be greater",
             ),
+            ({"config": {"tools": "memory"}}, "config.tools: Invalid type"),
+            ({"config": {"tools": ["memory,current_time"]}}, "config.tools.0: Does not match"),
+            ({"config": {"tools": [""]}}, "config.tools.0: Does not match"),
+            ({"config": {"toolListingBudget": 0}}, "config.toolListingBudget: Must be greater"),
+            ({"config": {"toolResultBudget": 1}}, "config.toolResultBudget: Must be less"),
+            ({"config": {"toolTurnBudget": 1.5}}, "config.toolTurnBudget: Must be less"),
+            ({"config": {"toolMaxChars": 999}}, "config.toolMaxChars: Must be greater"),
+            ({"config": {"toolMaxLines": 9}}, "config.toolMaxLines: Must be greater"),
+            ({"config": {"toolMaxLineLength": 99}}, "config.toolMaxLineLength: Must be greater"),
+            ({"config": {"toolMaxChars": 50000.5}}, "config.toolMaxChars: Invalid type"),
+            ({"config": {"mcpCallTimeout": 0}}, "config.mcpCallTimeout: Must be greater"),
+            ({"config": {"mcpStartTimeout": -1}}, "config.mcpStartTimeout: Must be greater"),
+            ({"config": {"memoryMaxEntryChars": 19}}, "config.memoryMaxEntryChars: Must be"),
+            ({"config": {"memoryMaxEntries": 0}}, "config.memoryMaxEntries: Must be greater"),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -346,6 +360,19 @@ class TestSettings:
         assert (settings.max_body_bytes, settings.agent_max_iterations) == (2_097_152, 12)
         assert settings.compression.summary_concurrency == 8
         assert settings.compression.idle_seconds == 0, "0: never"
+        assert settings.tool_settings == ToolSettings(
+            enabled=frozenset({"memory", "current_time", "github__*"}),
+            listing_budget=0.1,
+            max_chars=20_000,
+            max_lines=500,
+            max_line_length=400,
+            result_budget=0.2,
+            turn_budget=0.4,
+            mcp_call_timeout=12.5,
+            mcp_start_timeout=45,
+            memory_max_entry_chars=300,
+            memory_max_entries=25,
+        )
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -387,6 +414,42 @@ class TestSettings:
         assert request_and_turn_limits <= set(data), "the chart sets them, to Hubbub's defaults"
         compaction = {"HUBBUB_COMPRESSION_IDLE_SECONDS", "HUBBUB_COMPRESSION_SUMMARY_CONCURRENCY"}
         assert compaction <= set(data), "the chart sets them, to Hubbub's defaults"
+        tool_limits = {
+            "HUBBUB_TOOL_LISTING_BUDGET",
+            "HUBBUB_TOOL_MAX_CHARS",
+            "HUBBUB_TOOL_MAX_LINES",
+            "HUBBUB_TOOL_MAX_LINE_LENGTH",
+            "HUBBUB_TOOL_RESULT_BUDGET",
+            "HUBBUB_TOOL_TURN_BUDGET",
+            "HUBBUB_MCP_CALL_TIMEOUT",
+            "HUBBUB_MCP_START_TIMEOUT",
+            "HUBBUB_MEMORY_MAX_ENTRY_CHARS",
+            "HUBBUB_MEMORY_MAX_ENTRIES",
+        }
+        assert tool_limits <= set(data), "the chart sets them, to Hubbub's defaults"
+        assert "HUBBUB_TOOLS" not in data, "null: every built-in and every MCP tool"
+        assert settings.tool_settings == ToolSettings()
+
+    def test_an_empty_tool_list_offers_no_tools(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        data = config_data(render({"config": {"tools": []}}))
+        assert data["HUBBUB_TOOLS"] == ""
+        for name, value in data.items():
+            clean_hubbub_env.setenv(name, value)
+        assert load_settings().tool_settings.enabled == frozenset(), "none, not every tool"
+
+    def test_mcp_servers_go_through_the_secret(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        servers = {"github": {"url": "https://mcp.example.org/", "headers": {"X-Key": "s3"}}}
+        docs = render({"secrets": {"extra": {"HUBBUB_MCP_SERVERS": json.dumps(servers)}}})
+        assert "HUBBUB_MCP_SERVERS" not in config_data(docs)
+        env = config_data(docs) | secret_data(chart_secret(docs))
+        for name, value in env.items():
+            clean_hubbub_env.setenv(name, value)
+        server = load_settings().mcp_servers["github"]
+        assert server.headers["X-Key"].get_secret_value() == "s3"
 
 
 class TestSecrets:
