@@ -300,6 +300,12 @@ class TestSchema:
             ({"config": {"mcpStartTimeout": -1}}, "config.mcpStartTimeout: Must be greater"),
             ({"config": {"memoryMaxEntryChars": 19}}, "config.memoryMaxEntryChars: Must be"),
             ({"config": {"memoryMaxEntries": 0}}, "config.memoryMaxEntries: Must be greater"),
+            ({"config": {"settingsRefreshSeconds": 0}}, "config.settingsRefreshSeconds: Must be"),
+            ({"config": {"settingsRefreshSeconds": 3601}}, "config.settingsRefreshSeconds: Must"),
+            ({"config": {"budgetReservationSeconds": 0}}, "config.budgetReservationSeconds: Must"),
+            ({"config": {"webchatCookieDays": 0}}, "config.webchatCookieDays: Must be greater"),
+            ({"config": {"consoleSessionHours": 721}}, "config.consoleSessionHours: Must be less"),
+            ({"config": {"consoleSessionHours": 0.5}}, "config.consoleSessionHours: Invalid type"),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -373,6 +379,9 @@ class TestSettings:
             memory_max_entry_chars=300,
             memory_max_entries=25,
         )
+        assert (settings.webchat_cookie_days, settings.console_session_hours) == (30, 12)
+        assert settings.settings_refresh_seconds == 2.5
+        assert settings.budget_reservation_seconds == 600
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -428,6 +437,13 @@ class TestSettings:
         }
         assert tool_limits <= set(data), "the chart sets them, to Hubbub's defaults"
         assert "HUBBUB_TOOLS" not in data, "null: every built-in and every MCP tool"
+        hosted_and_sign_ins = {
+            "HUBBUB_SETTINGS_REFRESH_SECONDS",
+            "HUBBUB_BUDGET_RESERVATION_SECONDS",
+            "HUBBUB_WEBCHAT_COOKIE_DAYS",
+            "HUBBUB_CONSOLE_SESSION_HOURS",
+        }
+        assert hosted_and_sign_ins <= set(data), "the chart sets them, to Hubbub's defaults"
         assert settings.tool_settings == ToolSettings()
 
     def test_an_empty_tool_list_offers_no_tools(
