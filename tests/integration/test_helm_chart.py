@@ -446,6 +446,39 @@ class TestSettings:
         assert hosted_and_sign_ins <= set(data), "the chart sets them, to Hubbub's defaults"
         assert settings.tool_settings == ToolSettings()
 
+    def test_every_setting_is_a_chart_value_or_left_out_on_purpose(self, render: Render) -> None:
+        secrets = {
+            "llmApiKey": "sk-ci-only",
+            "telegramToken": "123:ci-only",
+            "telegramWebhookSecret": "ci-only",
+            "discordToken": "ci-only",
+        }
+        prompt = {"persona": "You are Ada.", "instructions": "Answer in English."}
+        docs = render({"secrets": secrets, "config": prompt}, files=SHIPPED_SETS["everything"])
+        everything = yaml.safe_load((CHART / SHIPPED_SETS["everything"][0]).read_text())
+        extra = {e["name"] for e in everything["extraEnv"]} | set(everything["secrets"]["extra"])
+        rendered = set(config_data(docs)) | set(secret_data(chart_secret(docs)))
+        for component in ("gateway", "worker"):
+            rendered |= {e["name"] for e in container(one(docs, "Deployment", component))["env"]}
+        exposed = {n.removeprefix("HUBBUB_").lower() for n in rendered - extra}
+        left_out = {
+            # A secret: derived from HUBBUB_SECRET_KEY unless given in secrets.extra.
+            "webchat_secret",
+            # MCP servers carry tokens (env, headers): JSON in secrets.extra.
+            "mcp_servers",
+            # Only "compressor" is built in; a plugin engine needs its own image (extraEnv).
+            "compression_engine",
+            # Self-hosted Bot API servers, proxies and fakes: extraEnv (values.yaml's example).
+            "telegram_api_base",
+            "discord_api_base",
+            "slack_api_base",
+            # A path to a prices file: mount it (extraVolumes) and name it in extraEnv.
+            "model_costs",
+            # OpenTelemetry's own variable, not a HUBBUB_ one, with OTEL_* beside it: extraEnv.
+            "otel_exporter_otlp_endpoint",
+        }
+        assert set(Settings.model_fields) - exposed == left_out
+
     def test_an_empty_tool_list_offers_no_tools(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
     ) -> None:
