@@ -23,7 +23,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 import workers.metrics  # noqa: F401  (registers the metrics the dashboard must chart)
-from agent_core.config import DEFAULT_PLATFORM_LIMITS, Settings, load_settings
+from agent_core.config import DEFAULT_PLATFORM_LIMITS, Settings, ToolSettings, load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -269,6 +269,43 @@ class TestSchema:
             ({"config": {"imageMaxBytes": 1.5}}, "config.imageMaxBytes: Invalid type"),
             ({"config": {"imageFetchTimeoutSeconds": 0}}, "config.imageFetchTimeoutSeconds"),
             ({"config": {"visionModels": "ollama/llava"}}, "config.visionModels: Invalid type"),
+            ({"config": {"maxBodyBytes": 0}}, "config.maxBodyBytes: Must be greater"),
+            ({"config": {"maxBodyBytes": "1Mi"}}, "config.maxBodyBytes: Invalid type"),
+            ({"config": {"agentMaxIterations": 0}}, "config.agentMaxIterations: Must be greater"),
+            ({"config": {"agentMaxIterations": 101}}, "config.agentMaxIterations: Must be less"),
+            ({"config": {"agentMaxIterations": 2.5}}, "config.agentMaxIterations: Invalid type"),
+            (
+                {"config": {"compression": {"summaryConcurrency": 0}}},
+                "config.compression.summaryConcurrency: Must be greater",
+            ),
+            (
+                {"config": {"compression": {"summaryConcurrency": 33}}},
+                "config.compression.summaryConcurrency: Must be less",
+            ),
+            (
+                {"config": {"compression": {"idleSeconds": -1}}},
+                "config.compression.idleSeconds: Must be greater",
+            ),
+            ({"config": {"tools": "memory"}}, "config.tools: Invalid type"),
+            ({"config": {"tools": ["memory,current_time"]}}, "config.tools.0: Does not match"),
+            ({"config": {"tools": [""]}}, "config.tools.0: Does not match"),
+            ({"config": {"toolListingBudget": 0}}, "config.toolListingBudget: Must be greater"),
+            ({"config": {"toolResultBudget": 1}}, "config.toolResultBudget: Must be less"),
+            ({"config": {"toolTurnBudget": 1.5}}, "config.toolTurnBudget: Must be less"),
+            ({"config": {"toolMaxChars": 999}}, "config.toolMaxChars: Must be greater"),
+            ({"config": {"toolMaxLines": 9}}, "config.toolMaxLines: Must be greater"),
+            ({"config": {"toolMaxLineLength": 99}}, "config.toolMaxLineLength: Must be greater"),
+            ({"config": {"toolMaxChars": 50000.5}}, "config.toolMaxChars: Invalid type"),
+            ({"config": {"mcpCallTimeout": 0}}, "config.mcpCallTimeout: Must be greater"),
+            ({"config": {"mcpStartTimeout": -1}}, "config.mcpStartTimeout: Must be greater"),
+            ({"config": {"memoryMaxEntryChars": 19}}, "config.memoryMaxEntryChars: Must be"),
+            ({"config": {"memoryMaxEntries": 0}}, "config.memoryMaxEntries: Must be greater"),
+            ({"config": {"settingsRefreshSeconds": 0}}, "config.settingsRefreshSeconds: Must be"),
+            ({"config": {"settingsRefreshSeconds": 3601}}, "config.settingsRefreshSeconds: Must"),
+            ({"config": {"budgetReservationSeconds": 0}}, "config.budgetReservationSeconds: Must"),
+            ({"config": {"webchatCookieDays": 0}}, "config.webchatCookieDays: Must be greater"),
+            ({"config": {"consoleSessionHours": 721}}, "config.consoleSessionHours: Must be less"),
+            ({"config": {"consoleSessionHours": 0.5}}, "config.consoleSessionHours: Invalid type"),
         ],
         ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
     )
@@ -326,6 +363,25 @@ class TestSettings:
         assert settings.image_max_bytes == 1_048_576
         assert settings.image_fetch_timeout_seconds == 7.5
         assert settings.vision_models == ["openai/my-model", "ollama/llava"]
+        assert (settings.max_body_bytes, settings.agent_max_iterations) == (2_097_152, 12)
+        assert settings.compression.summary_concurrency == 8
+        assert settings.compression.idle_seconds == 0, "0: never"
+        assert settings.tool_settings == ToolSettings(
+            enabled=frozenset({"memory", "current_time", "github__*"}),
+            listing_budget=0.1,
+            max_chars=20_000,
+            max_lines=500,
+            max_line_length=400,
+            result_budget=0.2,
+            turn_budget=0.4,
+            mcp_call_timeout=12.5,
+            mcp_start_timeout=45,
+            memory_max_entry_chars=300,
+            memory_max_entries=25,
+        )
+        assert (settings.webchat_cookie_days, settings.console_session_hours) == (30, 12)
+        assert settings.settings_refresh_seconds == 2.5
+        assert settings.budget_reservation_seconds == 600
 
     def test_chart_defaults_are_hubbubs_defaults(
         self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
@@ -363,6 +419,86 @@ class TestSettings:
         }
         assert busy_images_and_inbound <= set(data), "the chart sets them, to Hubbub's defaults"
         assert "HUBBUB_VISION_MODELS" not in data, "none named: litellm's map decides"
+        request_and_turn_limits = {"HUBBUB_MAX_BODY_BYTES", "HUBBUB_AGENT_MAX_ITERATIONS"}
+        assert request_and_turn_limits <= set(data), "the chart sets them, to Hubbub's defaults"
+        compaction = {"HUBBUB_COMPRESSION_IDLE_SECONDS", "HUBBUB_COMPRESSION_SUMMARY_CONCURRENCY"}
+        assert compaction <= set(data), "the chart sets them, to Hubbub's defaults"
+        tool_limits = {
+            "HUBBUB_TOOL_LISTING_BUDGET",
+            "HUBBUB_TOOL_MAX_CHARS",
+            "HUBBUB_TOOL_MAX_LINES",
+            "HUBBUB_TOOL_MAX_LINE_LENGTH",
+            "HUBBUB_TOOL_RESULT_BUDGET",
+            "HUBBUB_TOOL_TURN_BUDGET",
+            "HUBBUB_MCP_CALL_TIMEOUT",
+            "HUBBUB_MCP_START_TIMEOUT",
+            "HUBBUB_MEMORY_MAX_ENTRY_CHARS",
+            "HUBBUB_MEMORY_MAX_ENTRIES",
+        }
+        assert tool_limits <= set(data), "the chart sets them, to Hubbub's defaults"
+        assert "HUBBUB_TOOLS" not in data, "null: every built-in and every MCP tool"
+        hosted_and_sign_ins = {
+            "HUBBUB_SETTINGS_REFRESH_SECONDS",
+            "HUBBUB_BUDGET_RESERVATION_SECONDS",
+            "HUBBUB_WEBCHAT_COOKIE_DAYS",
+            "HUBBUB_CONSOLE_SESSION_HOURS",
+        }
+        assert hosted_and_sign_ins <= set(data), "the chart sets them, to Hubbub's defaults"
+        assert settings.tool_settings == ToolSettings()
+
+    def test_every_setting_is_a_chart_value_or_left_out_on_purpose(self, render: Render) -> None:
+        secrets = {
+            "llmApiKey": "sk-ci-only",
+            "telegramToken": "123:ci-only",
+            "telegramWebhookSecret": "ci-only",
+            "discordToken": "ci-only",
+        }
+        prompt = {"persona": "You are Ada.", "instructions": "Answer in English."}
+        docs = render({"secrets": secrets, "config": prompt}, files=SHIPPED_SETS["everything"])
+        everything = yaml.safe_load((CHART / SHIPPED_SETS["everything"][0]).read_text())
+        extra = {e["name"] for e in everything["extraEnv"]} | set(everything["secrets"]["extra"])
+        rendered = set(config_data(docs)) | set(secret_data(chart_secret(docs)))
+        for component in ("gateway", "worker"):
+            rendered |= {e["name"] for e in container(one(docs, "Deployment", component))["env"]}
+        exposed = {n.removeprefix("HUBBUB_").lower() for n in rendered - extra}
+        left_out = {
+            # A secret: derived from HUBBUB_SECRET_KEY unless given in secrets.extra.
+            "webchat_secret",
+            # MCP servers carry tokens (env, headers): JSON in secrets.extra.
+            "mcp_servers",
+            # Only "compressor" is built in; a plugin engine needs its own image (extraEnv).
+            "compression_engine",
+            # Self-hosted Bot API servers, proxies and fakes: extraEnv (values.yaml's example).
+            "telegram_api_base",
+            "discord_api_base",
+            "slack_api_base",
+            # A path to a prices file: mount it (extraVolumes) and name it in extraEnv.
+            "model_costs",
+            # OpenTelemetry's own variable, not a HUBBUB_ one, with OTEL_* beside it: extraEnv.
+            "otel_exporter_otlp_endpoint",
+        }
+        assert set(Settings.model_fields) - exposed == left_out
+
+    def test_an_empty_tool_list_offers_no_tools(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        data = config_data(render({"config": {"tools": []}}))
+        assert data["HUBBUB_TOOLS"] == ""
+        for name, value in data.items():
+            clean_hubbub_env.setenv(name, value)
+        assert load_settings().tool_settings.enabled == frozenset(), "none, not every tool"
+
+    def test_mcp_servers_go_through_the_secret(
+        self, render: Render, clean_hubbub_env: pytest.MonkeyPatch
+    ) -> None:
+        servers = {"github": {"url": "https://mcp.example.org/", "headers": {"X-Key": "s3"}}}
+        docs = render({"secrets": {"extra": {"HUBBUB_MCP_SERVERS": json.dumps(servers)}}})
+        assert "HUBBUB_MCP_SERVERS" not in config_data(docs)
+        env = config_data(docs) | secret_data(chart_secret(docs))
+        for name, value in env.items():
+            clean_hubbub_env.setenv(name, value)
+        server = load_settings().mcp_servers["github"]
+        assert server.headers["X-Key"].get_secret_value() == "s3"
 
 
 class TestSecrets:
