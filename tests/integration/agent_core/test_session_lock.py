@@ -319,7 +319,12 @@ class TestBusySqlite:
         gate = _gate_for(make_url(sqlite_url).database or "")
         assert gate is not None
         assert gate.acquire(5)
-        waiter = threading.Thread(target=lambda: gate.acquire(60) and gate.release())
+
+        def write() -> None:
+            if gate.acquire(60):
+                gate.release()
+
+        waiter = threading.Thread(target=write)
         waiter.start()
         try:
             wait_until(lambda: gate.waiting == 1, what="a writer waiting")
