@@ -400,8 +400,9 @@ class Settings(BaseSettings):
     compression_abort_on_summary_failure: bool = False
     compression_lease_seconds: float = Field(DEFAULT_COMPACTION_LEASE_SECONDS, gt=0)
     compression_idle_seconds: float = Field(DEFAULT_COMPACTION_IDLE_SECONDS, ge=0)
-    compression_summary_concurrency: int = Field(DEFAULT_SUMMARY_CONCURRENCY, ge=1, le=32)
     """A session quiet this long is compacted down if it grew meanwhile (0: never)."""
+    compression_summary_concurrency: int = Field(DEFAULT_SUMMARY_CONCURRENCY, ge=1, le=32)
+    """Chunk summaries of one compaction that run at once."""
 
     trigger_mode: TriggerMode = "mention"
     """When env-configured bots answer in groups: ``mention``, ``all`` or ``commands``."""
