@@ -68,6 +68,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, default=str, ensure_ascii=False)
 
 
+NOISY_LOGGERS = (
+    "LiteLLM",
+    "LiteLLM Router",  # "litellm.completion(model=…) 200 OK" for every call, at INFO
+    "LiteLLM Proxy",
+    "litellm",
+    "httpx",
+    "httpcore",
+    "telegram",
+    "discord",
+    "urllib3",
+)
+"""Libraries that log every request at INFO: only their warnings show unless at DEBUG."""
+
+
 def configure_logging(level: str = "INFO", *, json_lines: bool = True) -> None:
     """Route all logs to stderr in the chosen format; quiet chatty libraries."""
     handler = logging.StreamHandler(sys.stderr)
@@ -78,5 +92,5 @@ def configure_logging(level: str = "INFO", *, json_lines: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("LiteLLM", "litellm", "httpx", "httpcore", "telegram", "discord", "urllib3"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
