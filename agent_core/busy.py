@@ -15,16 +15,22 @@ the waiting rows *are* the cancel signal a turn in another process reads at its 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 STOP_COMMAND = "stop"
 ANSWERED_BY = "answered_by"
 """Meta key of a collected message: the id of the message whose turn answered it."""
 INTERRUPTED_BY = "interrupted_by"
 """Meta key of a message whose turn was stopped: the id of the message that stopped it."""
+
+
+def is_stop(is_command: bool, meta: Mapping[str, Any] | None) -> bool:
+    """Whether a message is a ``/stop`` (a command whose meta names it)."""
+    return is_command and (meta or {}).get("command") == STOP_COMMAND
 
 
 class BusyMode(StrEnum):

@@ -289,9 +289,9 @@ class Agent:
                 if request.tenant is None
                 else services.compactor.tenant_settings(request.tenant)
             )
-            # The message is the session's last (read in this transaction): nothing waits
-            # behind it, so the first safe point has nothing to look at.
-            waiting = [] if chat_session.next_seq <= trigger.seq else self._waiting(db)
+            # Read in this transaction: when the session row says nothing behind the message
+            # can stop it, the first safe point has nothing to look at.
+            waiting = [] if self._unstoppable(chat_session, trigger) else self._waiting(db)
             budgeted = services.usage is not None and services.usage.budgets.apply_to(db, scope)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)
@@ -334,6 +334,17 @@ class Agent:
         """A look of its own for a waiting message that stops the turn (while it streams)."""
         with read_transaction(self._services.factory) as db:
             return busy.interruption(self._waiting(db), self.request.busy_mode)
+
+    def _unstoppable(self, chat_session: ChatSession, message: Message) -> bool:
+        """Whether, by the session row alone, no waiting message can stop the turn now.
+
+        Nothing arrived after the message, or, outside the ``interrupt`` mode (where any
+        newer message stops it), no ``/stop`` did: then there is nothing to read.
+        """
+        if chat_session.next_seq <= message.seq:
+            return True
+        interrupting = self.request.busy_mode is busy.BusyMode.INTERRUPT
+        return not interrupting and chat_session.stop_seq <= message.seq
 
     def _waiting(self, db: Session) -> list[busy.Waiting]:
         """The messages that arrived after the one this turn answers and wait for a turn."""

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, Row, case, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from agent_core.busy import STOP_COMMAND, Waiting
+from agent_core.busy import Waiting, is_stop
 from agent_core.db.base import utcnow
 from agent_core.db.models import (
     Bot,
@@ -251,8 +251,7 @@ class SessionRepository:
                 seq=row.seq,
                 arrived=row.created_at,
                 mergeable=row.kind == MessageKind.CHAT and not (row.meta or {}).get("rate_limited"),
-                stop=row.kind == MessageKind.COMMAND
-                and (row.meta or {}).get("command") == STOP_COMMAND,
+                stop=is_stop(row.kind == MessageKind.COMMAND, row.meta),
             )
             for row in rows
         ]

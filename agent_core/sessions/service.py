@@ -14,6 +14,7 @@ from sqlalchemy import Row, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from agent_core.busy import is_stop
 from agent_core.db.base import utcnow
 from agent_core.db.models import (
     ChatSession,
@@ -22,7 +23,7 @@ from agent_core.db.models import (
     OutboxState,
     TurnState,
 )
-from agent_core.db.tables import MESSAGES, OUTBOX
+from agent_core.db.tables import MESSAGES, OUTBOX, SESSIONS
 from agent_core.llm.model import Usage
 from agent_core.media.repository import (
     MEDIA_META_KEY,
@@ -164,11 +165,16 @@ def record_incoming(db: Session, incoming: IncomingMessage, counter: TokenCounte
     )
     chat = kind == MessageKind.CHAT
     images = incoming.images if chat else ()
+    also: dict[str, Any] = {}
+    if images:
+        also["has_media"] = True
+    if is_stop(incoming.is_command, incoming.meta):
+        also["stop_seq"] = SESSIONS.c.next_seq + 1  # the number handed out below
     allocation = repo.allocate_seq(
         session_id,
         active_tokens=tokens if chat else 0,
         active_messages=int(chat),
-        also={"has_media": True} if images else None,
+        also=also or None,
     )
     seq = allocation.seq
     meta = dict(incoming.meta or {})

@@ -44,6 +44,12 @@ class ChatSession(TimestampMixin, Base):
     is_current: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     next_seq: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    """Last sequence number handed out; bumping it under a row lock orders arrivals."""
+    stop_seq: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default=text("0")
+    )
+    """The number of the session's latest ``/stop`` (0: none yet), set as it is stored: a
+    turn with no ``/stop`` behind it reads no waiting messages to find one."""
     last_message_at: Mapped[datetime | None] = mapped_column(
         UTCDateTime(), nullable=True, index=True
     )
@@ -51,7 +57,6 @@ class ChatSession(TimestampMixin, Base):
     last_compacted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     """When the transcript of its last compaction was read, or when the session was found
     not worth compacting while quiet: later messages make a quiet session worth a look."""
-    """Last sequence number handed out; bumping it under a row lock orders arrivals."""
 
     system_prompt: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The frozen system prompt, restored byte for byte by every turn."""

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core import notices
 from agent_core.agent import Agent, AgentServices, TurnEnd, TurnRequest
+from agent_core.busy import STOP_COMMAND
 from agent_core.compaction.runner import Compactor
 from agent_core.compaction.triggers import Trigger
 from agent_core.config import CompressionSettings, Settings
@@ -302,17 +303,17 @@ LOOKS = r"\bFROM messages\b.*\bturn_state\b"
 TRANSCRIPT_READS = r"\bFROM messages\b.*\barchived\b"
 
 
-@pytest.mark.parametrize("newer", [False, True], ids=["alone", "message-behind"])
-def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_stored(
-    factory, newer
-):
-    """Neither safe point of a plain turn needs a transaction of its own: the first reuses
-    what the turn read as it began (nothing to read when its message is the session's
-    last), the last looks in the reply's transaction."""
+@pytest.mark.parametrize("behind", ["nothing", "message", "stop"])
+def test_a_plain_turn_reads_waiting_messages_only_when_one_could_stop_it(factory, behind):
+    """The session row, read with the transcript, tells whether anything behind the message
+    could stop the turn (outside the interrupt mode only a ``/stop`` can); only then does the
+    first safe point read the waiting messages. The last looks in the reply's transaction."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
-    if newer:
+    if behind == "message":
         h.say("and one more thing", triggers=False)
+    elif behind == "stop":
+        stop_id = _stop(h)
     with transaction(factory) as db:
         message = db.get(Message, message_id)
         assert message is not None
@@ -321,11 +322,14 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_s
         agent = Agent(h.services, request)
         outcome = agent.run()
         looks, transcript_reads = log.at(LOOKS), log.at(TRANSCRIPT_READS)
-        if newer:
-            assert len(looks) == 1, "one look before the call"
-            assert looks[0] == transcript_reads[0], "the first look is read with the transcript"
-        else:
-            assert looks == [], "nothing arrived after the message: nothing to look at"
+        if behind == "stop":
+            assert looks == transcript_reads[:1], "the first look is read with the transcript"
+            assert outcome.end is TurnEnd.INTERRUPTED
+            assert outcome.interrupted is not None
+            assert outcome.interrupted.by == stop_id
+            assert h.main.calls == [], "stopped before the call"
+            return
+        assert looks == [], "no /stop behind the message: nothing to look at"
         with transaction(factory) as db:
             found = agent.reply_rows(db)
             assert found is not None
@@ -333,9 +337,26 @@ def test_a_plain_turn_looks_for_a_stop_with_its_transcript_and_as_its_reply_is_s
             reply_transaction = log.transactions
     assert outcome.end is TurnEnd.REPLY
     assert stored.outbox_id is not None
-    assert log.at(LOOKS)[len(looks) :] == [reply_transaction], (
-        "the last look is in the reply's transaction"
-    )
+    assert log.at(LOOKS) == [reply_transaction], "the last look is in the reply's transaction"
+
+
+def _stop(h: Harness) -> int:
+    """Store a ``/stop`` in the harness's chat, as the platforms do."""
+    with transaction(h.factory) as db:
+        result = record_incoming(
+            db,
+            IncomingMessage(
+                h.conversation,
+                "/stop",
+                "stop-1",
+                "u1",
+                "Ann",
+                is_command=True,
+                meta={"command": STOP_COMMAND},
+            ),
+            COUNTER,
+        )
+    return result.message_id
 
 
 def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory):
