@@ -20,6 +20,7 @@ attempt neither loses nor repeats a chunk.
 from __future__ import annotations
 
 import json
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from typing import Any, ClassVar
 
 from adapters.messages import ChatTarget, InboundMessage, OutboundMessage
 from adapters.pacing import BotPacer, PacingConfig, bot_scope
+
+log = logging.getLogger(__name__)
 
 InboundSink = Callable[[InboundMessage], Awaitable[None]]
 """Where adapters hand what they receive: stores it durably and schedules its turn.
@@ -316,6 +319,22 @@ class DraftRecord(ABC):
     @abstractmethod
     async def replaced(self, message_id: str | None) -> None:
         """The new message for the part is ``message_id``; ``None``: it was not posted."""
+
+    async def drop(
+        self, streamed: list[str], index: int, delete: Callable[[str], Awaitable[None]]
+    ) -> list[str]:
+        """Draft ``index`` is gone: ``delete`` the drafts after it and record its replacing.
+
+        Returns the drafts the reply still has (those before ``index``).
+        """
+        log.info(
+            "a streamed draft was deleted; the rest of the reply goes out as new messages",
+            extra={"part": index},
+        )
+        for leftover in streamed[index + 1 :]:
+            await delete(leftover)
+        await self.replacing(index)
+        return streamed[:index]
 
 
 class DraftEditor(ABC):

@@ -33,6 +33,7 @@ import hashlib
 import logging
 import secrets
 from datetime import UTC, datetime
+from functools import partial
 
 import discord
 
@@ -174,7 +175,9 @@ class DiscordDeliverer(Deliverer, DraftEditor):
                     if replacing is None:
                         ids = await self._send(channel, chunks[index], to, nonce)
                     else:
-                        streamed = await self._drop_drafts(channel, streamed, index, replacing)
+                        streamed = await replacing.drop(
+                            streamed, index, partial(self._delete, channel)
+                        )
                         ids = await self._replace(
                             channel, chunks[index], to, nonce, replacing, progress
                         )
@@ -190,26 +193,6 @@ class DiscordDeliverer(Deliverer, DraftEditor):
         for leftover in streamed[len(chunks) :]:
             await self._delete(channel, leftover)
         return progress.ids
-
-    async def _drop_drafts(
-        self,
-        channel: discord.PartialMessageable,
-        streamed: list[str],
-        index: int,
-        drafts: DraftRecord,
-    ) -> list[str]:
-        """Draft ``index`` is gone: the ones after it go too, and the record says so.
-
-        Returns the drafts the reply still has (those before ``index``).
-        """
-        log.info(
-            "a streamed draft was deleted; the rest of the reply goes out as new messages",
-            extra={"channel_id": channel.id, "part": index},
-        )
-        for leftover in streamed[index + 1 :]:
-            await self._delete(channel, leftover)
-        await drafts.replacing(index)
-        return streamed[:index]
 
     async def _replace(
         self,

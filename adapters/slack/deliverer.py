@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -270,7 +271,7 @@ class SlackDeliverer(Deliverer, DraftEditor):
         for index in range(edited, len(chunks)):
             ts = posted.get(index)
             if replacing is not None:
-                streamed = await self._drop_drafts(target, streamed, index, replacing)
+                streamed = await replacing.drop(streamed, index, partial(self._delete, target))
                 if ts is None:
                     ts = await self._replace(
                         target, chunks, index, message, progress, budget, replacing
@@ -284,22 +285,6 @@ class SlackDeliverer(Deliverer, DraftEditor):
         for leftover in streamed[len(chunks) :]:
             await self._delete(target, leftover)
         return progress.ids
-
-    async def _drop_drafts(
-        self, target: _Target, streamed: list[str], index: int, drafts: DraftRecord
-    ) -> list[str]:
-        """Draft ``index`` is gone: the ones after it go too, and the record says so.
-
-        Returns the drafts the reply still has (those before ``index``).
-        """
-        log.info(
-            "a streamed draft was deleted; the rest of the reply goes out as new messages",
-            extra={"part": index},
-        )
-        for leftover in streamed[index + 1 :]:
-            await self._delete(target, leftover)
-        await drafts.replacing(index)
-        return streamed[:index]
 
     async def _replace(
         self,

@@ -201,7 +201,7 @@ class TelegramDeliverer(Deliverer, DraftEditor):
                     "whether it posted the reply; not resent, so nothing is sent twice"
                 )
             if replacing is not None:
-                streamed = await self._drop_drafts(streamed, edited, replacing)
+                streamed = await replacing.drop(streamed, edited, self._delete)
             for index in range(edited, len(chunks)):
                 result = await self._send(
                     chat_id, chunks[index], thread, reply if index == 0 else None, budget
@@ -219,20 +219,6 @@ class TelegramDeliverer(Deliverer, DraftEditor):
         for leftover in streamed[len(chunks) :]:
             await self._delete(leftover)
         return progress.ids
-
-    async def _drop_drafts(self, streamed: list[str], index: int, drafts: DraftRecord) -> list[str]:
-        """Draft ``index`` is gone: the ones after it go too, and the record says so.
-
-        Returns the drafts the reply still has (those before ``index``).
-        """
-        log.info(
-            "a streamed draft was deleted; the rest of the reply goes out as new messages",
-            extra={"part": index},
-        )
-        for leftover in streamed[index + 1 :]:
-            await self._delete(leftover)
-        await drafts.replacing(index)
-        return streamed[:index]
 
     async def post_draft(self, target: ChatTarget, text: str) -> str:
         """Post a plain-text draft (in a group, quoting the message it answers).
