@@ -59,6 +59,26 @@ FIRST_CHAT = 5_300_000
 FIRST_DISCORD_CHANNEL = 1_390_000_000_000_000_000
 
 
+TEST_ONLY = (
+    "HUBBUB_TURN_LEASE_SECONDS",
+    "HUBBUB_SWEEP_INTERVAL_SECONDS",
+    "HUBBUB_LLM_MAX_RETRIES",
+    "HUBBUB_LLM_TIMEOUT",
+    "HUBBUB_SHUTDOWN_GRACE_SECONDS",
+    "HUBBUB_RATE_LIMIT_USER",
+    "HUBBUB_RATE_LIMIT_CHAT",
+    "HUBBUB_BUSY_MODE",
+    "HUBBUB_STREAMING",
+)
+"""The test environment's settings (:func:`hubbub_env`) the benchmark drops, so that it
+measures a deployment at Hubbub's defaults (streaming on, busy mode ``collect``)."""
+
+
+def _at_defaults(env: dict[str, str]) -> None:
+    for name in TEST_ONLY:
+        env.pop(name, None)
+
+
 def _update(chat: int, number: int) -> dict[str, Any]:
     return {
         "message": {
@@ -111,7 +131,7 @@ def bench_telegram(
             telegram_api_base=fake.api_base,
             worker_concurrency=str(chats),
         )
-        del env["HUBBUB_STREAMING"]  # the deployment's default (on)
+        _at_defaults(env)
         gateway = GatewayServer(settings_from_env(env)).start()
         try:
             wait_until(lambda: fake.calls("getUpdates"), what="polling", timeout=timeout)
@@ -191,7 +211,7 @@ def _env(home: str, llm: FakeLLM, chats: int, **extra: str) -> dict[str, str]:
         worker_concurrency=str(chats),
         **extra,
     )
-    del env["HUBBUB_STREAMING"]  # the deployment's default (on)
+    _at_defaults(env)
     return env
 
 
