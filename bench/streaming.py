@@ -59,6 +59,8 @@ FIRST_CHAT = 5_300_000
 FIRST_DISCORD_CHANNEL = 1_390_000_000_000_000_000
 
 
+ASKER = 1_400_000_000_000_000_000
+"""The first Discord user id of the askers, one per chat."""
 TEST_ONLY = (
     "HUBBUB_TURN_LEASE_SECONDS",
     "HUBBUB_SWEEP_INTERVAL_SECONDS",
@@ -242,6 +244,8 @@ def bench_discord(
                     "id": fake.next_id(),
                     "channel_id": channel,
                     "content": f"question {number}",
+                    # Twenty people, not one asking twenty times (the per-person turn limit).
+                    "author": message["author"] | {"id": str(ASKER + number)},
                 }
                 started[channel] = time.monotonic()
                 fake.push("MESSAGE_CREATE", message)
@@ -305,6 +309,7 @@ def bench_slack(chats: int, tokens_per_second: float, words: int, timeout: float
                         "ts": ts,
                         "event_ts": ts,
                         "text": f"question {number}",
+                        "user": f"UBENCH{number:03d}",
                     }
                     body = jsonlib.dumps(payload).encode()
                     headers = sign(body) | {"Content-Type": "application/json"}
