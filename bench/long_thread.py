@@ -805,10 +805,11 @@ def _share(part: int, whole: int) -> float | None:
 
 def identifier_retention(
     runtime: Runtime, session_id: str, turn: TurnRecord, nicks: set[str]
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[str], list[str]]:
     """Identifiers of the turns compacted before ``turn``'s prompt: in it, and findable.
 
-    Also returns the identifiers (speaker nicks aside) that are not in that prompt.
+    Also returns, speaker nicks aside, the identifiers that are not in that prompt and all
+    of them.
 
     Identifiers are what ``agent_core.context.identifiers.find_identifiers`` extracts from
     each archived message's stored text (the speaker label the transcript adds is not
@@ -816,7 +817,7 @@ def identifier_retention(
     the model received (system prompt, summary with its ledger, kept tail).
     """
     if turn.summary_body is None:
-        return {"compacted_turns": 0, "note": "the prompt carried no summary"}, []
+        return {"compacted_turns": 0, "note": "the prompt carried no summary"}, [], []
     with read_transaction(runtime.factory) as db:
         writer = db.scalar(
             select(Compaction.id)
@@ -929,7 +930,8 @@ def identifier_retention(
             "search_seconds": round(search_seconds, 2),
         },
     }
-    return report, not_in_prompt
+    compacted = [v for v in everything if v not in nicks]
+    return report, not_in_prompt, compacted
 
 
 PROBE = "where in this chat was {value} mentioned?"
@@ -948,18 +950,23 @@ def search_policy(body: dict[str, Any]) -> ScriptedReply:
     return ScriptedReply(None, [tool_call("session_search", {"query": match["value"]})])
 
 
-def search_recovery(bench: Bench, missing: Sequence[str], sample: int) -> dict[str, Any]:
+def search_recovery(
+    bench: Bench, missing: Sequence[str], sample: int, compacted: Sequence[str]
+) -> dict[str, Any]:
     """Ask the bot, through the real pipeline, for identifiers no longer in its prompt.
 
     The fake model calls the built-in ``session_search`` with the identifier as the query;
     an identifier counts as recovered when a result the tool returned holds it verbatim.
     The sample is spread evenly over the missing identifiers (most recent compacted turns
-    to oldest is not guaranteed: the order is the archive's, oldest first).
+    to oldest is not guaranteed: the order is the archive's, oldest first). When none is
+    missing (the summary's ledger kept them all), it is drawn from every identifier of
+    the compacted turns instead, so that the search is still asked.
     """
-    if not missing or sample <= 0:
-        return {"sampled": 0, "note": "every identifier of the compacted turns is in the prompt"}
-    step = max(1, len(missing) // sample)
-    values = list(missing[::step][:sample])
+    pool = missing or compacted
+    if not pool or sample <= 0:
+        return {"sampled": 0, "note": "the compacted turns hold no identifier"}
+    step = max(1, len(pool) // sample)
+    values = list(pool[::step][:sample])
     fake = bench.fake
     fake.policy = search_policy
     recovered: list[str] = []
@@ -995,6 +1002,11 @@ def search_recovery(bench: Bench, missing: Sequence[str], sample: int) -> dict[s
             "identifier); recovered = a returned snippet holds it verbatim"
         ),
         "not_in_prompt": len(missing),
+        "sampled_from": (
+            "identifiers not in the prompt"
+            if missing
+            else "every identifier of the compacted turns (none was missing from the prompt)"
+        ),
         "sampled": len(values),
         "recovered": len(recovered),
         "share": _share(len(recovered), len(values)),
@@ -1149,8 +1161,8 @@ def measure(
     night_rows = [r for r in rows if _aware(r.created_at) >= night_started]
     in_night = [r for r in night_rows if _aware(r.created_at) <= night_ended]
     nicks = {line.nick for line in (*plan.day, *plan.night)}
-    retention, not_in_prompt = identifier_retention(runtime, sid, morning, nicks)
-    recovery = search_recovery(bench, not_in_prompt, args.search_sample)
+    retention, not_in_prompt, compacted = identifier_retention(runtime, sid, morning, nicks)
+    recovery = search_recovery(bench, not_in_prompt, args.search_sample, compacted)
     replay_summary_requests = [b for b in fake.chat_requests() if is_summary_request(b)]
 
     direct, direct_cpu = direct_measurement(runtime, plan.direct, args.direct_runs)
