@@ -191,11 +191,14 @@ class Harness:
         for i in range(n):
             self.say(f"line {i}: " + "context words " * words, triggers=False)
 
-    def turn(self, message_id: int) -> tuple[Any, Any, Agent]:
+    def turn(self, message_id: int, **request_fields: Any) -> tuple[Any, Any, Agent]:
+        """Run the message's turn and store its reply; ``request_fields`` go to the request."""
         with transaction(self.factory) as db:
             message = db.get(Message, message_id)
             assert message is not None
-            request = TurnRequest(message.session_id, message.id, message.anchor_seq)
+            request = TurnRequest(
+                message.session_id, message.id, message.anchor_seq, **request_fields
+            )
         agent = Agent(self.services, request)
         outcome = agent.run()
         with transaction(self.factory) as db:

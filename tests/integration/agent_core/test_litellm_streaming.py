@@ -19,6 +19,19 @@ def _model(fake_llm: FakeLLM) -> LiteLLMModel:
     )
 
 
+def _with_fallback(fake_llm: FakeLLM, second: FakeLLM) -> LiteLLMModel:
+    """The fake model, falling back to ``second``'s ``openai/fake-b``."""
+    return LiteLLMModel(
+        LLMSettings(
+            model="openai/fake-model",
+            api_base=fake_llm.base_url,
+            api_key="sk-test",
+            fallbacks=("openai/fake-b",),
+            endpoints=(("openai/fake-b", second.base_url),),
+        )
+    )
+
+
 def test_streamed_text_grows_and_the_result_matches_a_plain_call(fake_llm: FakeLLM) -> None:
     fake_llm.queue_replies(ScriptedReply("one two three four"), ScriptedReply("one two three four"))
     seen: list[str] = []
@@ -68,15 +81,7 @@ def test_a_stream_refused_with_a_429_is_streamed_by_the_fallback(fake_llm: FakeL
     fake_llm.fail_next(Failure.rate_limited(60))
     with LLMServerThread() as second:
         second.queue_replies(ScriptedReply("from the fallback"))
-        model = LiteLLMModel(
-            LLMSettings(
-                model="openai/fake-model",
-                api_base=fake_llm.base_url,
-                api_key="sk-test",
-                fallbacks=("openai/fake-b",),
-                endpoints=(("openai/fake-b", second.base_url),),
-            )
-        )
+        model = _with_fallback(fake_llm, second)
         seen: list[str] = []
         result = model.complete([{"role": "user", "content": "hi"}], on_text=seen.append)
         (request,) = second.chat_requests()
@@ -103,15 +108,7 @@ def test_a_sink_that_says_stop_closes_the_stream_and_no_fallback_is_tried(
             raise CallStopped
 
     with LLMServerThread() as second:
-        model = LiteLLMModel(
-            LLMSettings(
-                model="openai/fake-model",
-                api_base=fake_llm.base_url,
-                api_key="sk-test",
-                fallbacks=("openai/fake-b",),
-                endpoints=(("openai/fake-b", second.base_url),),
-            )
-        )
+        model = _with_fallback(fake_llm, second)
         with pytest.raises(CallStopped):
             model.complete([{"role": "user", "content": "talk"}], on_text=sink)
         assert second.chat_requests() == [], "a stop is not a failure to fall back from"

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent_core.agent import Agent, TurnEnd, TurnRequest, loop
+from agent_core.agent import TurnEnd, loop
 from agent_core.busy import STOP_COMMAND, BusyMode
-from agent_core.db.engine import transaction
-from agent_core.db.models import Message
 from agent_core.llm.model import ChatResult, TextSink, Usage
 from tests.integration.agent_core.test_agent import Harness
 from tests.integration.agent_core.test_stopped_compaction import _command
@@ -49,22 +47,6 @@ class WordStream:
         return ChatResult(content=text, usage=Usage(prompt_tokens=100), model=self.name)
 
 
-def _streamed_turn(h: Harness, message_id: int, mode: BusyMode, sink: list[str]) -> Any:
-    with transaction(h.factory) as db:
-        message = db.get(Message, message_id)
-        assert message is not None
-        request = TurnRequest(
-            message.session_id, message.id, message.anchor_seq, busy_mode=mode, on_text=sink.append
-        )
-    agent = Agent(h.services, request)
-    outcome = agent.run()
-    with transaction(h.factory) as db:
-        message = db.get(Message, message_id)
-        assert message is not None
-        stored = agent.finish(db, message, outcome)
-    return outcome, stored
-
-
 @pytest.mark.parametrize(
     ("mode", "sent", "stops"),
     [
@@ -92,7 +74,7 @@ def test_a_stop_that_arrives_mid_stream_ends_the_call_there(
     h.main = WordStream(between)  # type: ignore[assignment]
     shown: list[str] = []
 
-    outcome, stored = _streamed_turn(h, message_id, mode, shown)
+    outcome, stored, _ = h.turn(message_id, busy_mode=mode, on_text=shown.append)
 
     if not stops:
         assert outcome.end is TurnEnd.REPLY
