@@ -79,7 +79,7 @@ NOISY_LOGGERS = (
     "discord",
     "urllib3",
 )
-"""Libraries that log every request at INFO: only their warnings show unless at DEBUG."""
+"""Libraries that log every request at INFO: only their warnings and errors show."""
 
 
 def configure_logging(level: str = "INFO", *, json_lines: bool = True) -> None:
