@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import threading
 import time
 import uuid
@@ -52,6 +53,10 @@ FORGET_AFTER_SECONDS = 3600.0
 """…dropping those unused this long (longer than any window)."""
 OFF = "off"
 """A limit written ``off`` paces nothing for that bucket."""
+LEARNED = "learned"
+"""Where the limits a platform names in its responses (Discord's routes) are kept."""
+LEARNED_SECONDS = 3600.0
+"""How long a learned limit is kept; a response that names it again renews it."""
 
 max_wait_override: ContextVar[float | None] = ContextVar("pacing_max_wait", default=None)
 """A shorter maximum wait for the calls made in this context (streamed drafts)."""
@@ -175,6 +180,14 @@ class Scheduler(ABC):
     async def block(self, keys: Sequence[str], seconds: float) -> None:
         """Hand out no slot in these buckets for ``seconds`` (the platform said 429)."""
 
+    @abstractmethod
+    async def remember(self, key: str, value: str, seconds: float) -> None:
+        """Keep ``value`` under ``key`` for ``seconds``, for every caller (a learned limit)."""
+
+    @abstractmethod
+    async def recall(self, key: str) -> str | None:
+        """What :meth:`remember` kept under ``key``, unless it has expired."""
+
     async def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections; the default holds none."""
 
@@ -190,6 +203,7 @@ class LocalScheduler(Scheduler):
         self._clock = clock
         self._logs: dict[str, list[float]] = {}
         self._blocked: dict[str, float] = {}
+        self._kept: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
     def reserve_now(self, buckets: Sequence[Bucket], max_wait: float) -> Reservation:
@@ -223,6 +237,17 @@ class LocalScheduler(Scheduler):
             until = self._clock() + seconds
             for key in keys:
                 self._blocked[key] = max(self._blocked.get(key, 0.0), until)
+
+    async def remember(self, key: str, value: str, seconds: float) -> None:
+        """See :meth:`Scheduler.remember`."""
+        with self._lock:
+            self._kept[key] = (value, self._clock() + seconds)
+
+    async def recall(self, key: str) -> str | None:
+        """See :meth:`Scheduler.recall`."""
+        with self._lock:
+            value, until = self._kept.get(key, (None, 0.0))
+            return value if until > self._clock() else None
 
     def _forget(self, now: float) -> None:
         """Drop blocks that are over and logs an hour old, once there are many."""
@@ -377,6 +402,25 @@ class RedisScheduler(Scheduler):
         args = [self._now(), f"{seconds:.6f}"]
         await self._redis().eval(BLOCK_SCRIPT, len(blocks), *blocks, *args)
 
+    async def remember(self, key: str, value: str, seconds: float) -> None:
+        """See :meth:`Scheduler.remember` (``SET`` with an expiry).
+
+        Raises:
+            RedisError: Redis could not be reached.
+        """
+        await self._redis().set(key, value, px=max(1, math.ceil(seconds * 1000)))
+
+    async def recall(self, key: str) -> str | None:
+        """See :meth:`Scheduler.recall`.
+
+        Raises:
+            RedisError: Redis could not be reached.
+        """
+        value = await self._redis().get(key)
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
+
     async def close(self) -> None:
         """Close the Redis connections."""
         client, self._client = self._client, None
@@ -412,6 +456,15 @@ class FallbackScheduler(Scheduler):
         """Block in both: a Redis outage right after must not forget the 429."""
         await self._local.block(keys, seconds)
         await self._either(lambda s: s.block(keys, seconds))
+
+    async def remember(self, key: str, value: str, seconds: float) -> None:
+        """Keep it in both, like a block."""
+        await self._local.remember(key, value, seconds)
+        await self._either(lambda s: s.remember(key, value, seconds))
+
+    async def recall(self, key: str) -> str | None:
+        """See :meth:`Scheduler.recall`."""
+        return await self._either(lambda s: s.recall(key))
 
     async def close(self) -> None:
         """Close the Redis scheduler's connections."""
@@ -490,6 +543,26 @@ class BotPacer:
     def key(self, name: str, key: str | None = None) -> str:
         """The scheduler key of limit ``name`` for ``key``."""
         return f"{self._prefix}:{name}" if key is None else f"{self._prefix}:{name}:{key}"
+
+    async def learned(self, name: str) -> Rate | None:
+        """The limit the platform named for ``name`` (a route), as any worker learnt it.
+
+        ``None`` when none did (:meth:`learn`).
+        """
+        text = await self.scheduler.recall(self.key(LEARNED, name))
+        if text is None:
+            return None
+        count, _, seconds = text.partition(" ")
+        try:
+            return Rate(int(count), float(seconds))
+        except ValueError:
+            return None
+
+    async def learn(self, name: str, rate: Rate) -> None:
+        """Tell every worker of the bot the limit the platform named for ``name``."""
+        await self.scheduler.remember(
+            self.key(LEARNED, name), f"{rate.count} {rate.seconds}", LEARNED_SECONDS
+        )
 
     async def acquire(self, buckets: Sequence[Bucket | None]) -> None:
         """Wait for a slot in every bucket, then return: the call may go out now.

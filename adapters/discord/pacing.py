@@ -8,7 +8,9 @@ global bucket (50 requests a second) and, for a channel's routes, one in the rou
 bucket for that channel. The route's bucket is the one Discord names
 (``X-RateLimit-Bucket``) once a response told it. A bucket Discord reports spent
 (``X-RateLimit-Remaining: 0``) is held back until its ``X-RateLimit-Reset-After`` for every
-worker, as is a bucket (or, for a global limit, the bot) that answered 429.
+worker, as is a bucket (or, for a global limit, the bot) that answered 429. The limit a
+response names for a route is shared the same way: a worker that has not called the route
+yet paces it by what another one learnt.
 
 A slot too far away fails the request as discord.py's own long 429 does
 (:class:`discord.RateLimited`), before it is sent.
@@ -19,7 +21,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 
 import aiohttp
@@ -31,6 +34,8 @@ from adapters.pacing import BotPacer, Bucket, PaceExceeded, Rate
 log = logging.getLogger(__name__)
 
 _VERSION_PREFIX = re.compile(r"^.*?/api/v\d+")
+RECHECK_SECONDS = 30.0
+"""How often a worker asks the shared scheduler for a route's limit another one learnt."""
 MAJOR_RESOURCE = "channels"
 """Discord buckets a channel's routes per channel (its "major parameter")."""
 
@@ -53,10 +58,12 @@ def _seconds(value: str | None) -> float:
 class DiscordPacing:
     """The shared pacing of one discord.py client, as an aiohttp trace."""
 
-    def __init__(self, pacer: BotPacer) -> None:
+    def __init__(self, pacer: BotPacer, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._pacer = pacer
-        self._learned: dict[str, Rate] = {}
-        """Route -> the limit Discord's headers gave for it."""
+        self._clock = clock
+        self._learned: dict[str, tuple[Rate | None, float]] = {}
+        """Route -> the limit Discord's headers gave for it (``None``: none yet), and when
+        the shared scheduler was last asked."""
 
     def trace(self) -> aiohttp.TraceConfig:
         """What to pass discord.py as ``http_trace``."""
@@ -70,16 +77,28 @@ class DiscordPacing:
         route, channel = route_of(method, url)
         return None if channel is None else f"{route}:{channel}"
 
-    def _route_bucket(self, method: str, url: yarl.URL) -> Bucket | None:
+    async def _route_bucket(self, method: str, url: yarl.URL) -> Bucket | None:
         key = self._bucket_key(method, url)
         default = self._pacer.bucket("route", key)
         if key is None or default is None:
             return None
-        learned = self._learned.get(route_of(method, url)[0])
+        learned = await self._learned_rate(route_of(method, url)[0])
         return default if learned is None else Bucket(default.key, learned)
 
-    def _learn(self, method: str, url: yarl.URL, headers: Mapping[str, str]) -> None:
-        """A window's first call tells its limit: ``Limit`` calls in ``Reset-After`` s."""
+    async def _learned_rate(self, route: str) -> Rate | None:
+        """The route's limit as any worker of the bot learnt it, asked again now and then."""
+        rate, asked = self._learned.get(route, (None, -math.inf))
+        now = self._clock()
+        if now - asked >= RECHECK_SECONDS:
+            rate = await self._pacer.learned(route)
+            self._learned[route] = (rate, now)
+        return rate
+
+    async def _learn(self, method: str, url: yarl.URL, headers: Mapping[str, str]) -> None:
+        """A window's first call tells its limit: ``Limit`` calls in ``Reset-After`` s.
+
+        Told to every worker of the bot, so that none paces the route by the default.
+        """
         try:
             limit = int(headers.get("X-RateLimit-Limit", ""))
             remaining = int(headers.get("X-RateLimit-Remaining", ""))
@@ -87,7 +106,10 @@ class DiscordPacing:
             return
         window = _seconds(headers.get("X-RateLimit-Reset-After"))
         if limit >= 1 and remaining == limit - 1 and window > 0:
-            self._learned[route_of(method, url)[0]] = Rate(limit, math.ceil(window * 10) / 10)
+            route = route_of(method, url)[0]
+            rate = Rate(limit, math.ceil(window * 10) / 10)
+            await self._pacer.learn(route, rate)
+            self._learned[route] = (rate, self._clock())
 
     async def _start(
         self,
@@ -95,7 +117,7 @@ class DiscordPacing:
         context: SimpleNamespace,
         params: aiohttp.TraceRequestStartParams,
     ) -> None:
-        buckets = [self._pacer.bucket("bot"), self._route_bucket(params.method, params.url)]
+        buckets = [self._pacer.bucket("bot"), await self._route_bucket(params.method, params.url)]
         try:
             await self._pacer.acquire(buckets)
         except PaceExceeded as exc:
@@ -125,6 +147,6 @@ class DiscordPacing:
             else:
                 await self._pacer.rate_limited([self._pacer.key("route", key)], wait)
             return
-        self._learn(params.method, params.url, headers)
+        await self._learn(params.method, params.url, headers)
         if key is not None and headers.get("X-RateLimit-Remaining") == "0":
             await self._pacer.rate_limited([self._pacer.key("route", key)], reset_after)
