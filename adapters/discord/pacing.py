@@ -108,8 +108,13 @@ class DiscordPacing:
         if limit >= 1 and remaining == limit - 1 and window > 0:
             route = route_of(method, url)[0]
             rate = Rate(limit, math.ceil(window * 10) / 10)
-            await self._pacer.learn(route, rate)
-            self._learned[route] = (rate, self._clock())
+            known, told = self._learned.get(route, (None, -math.inf))
+            now = self._clock()
+            # Every window's first answer names the limit again: told on when it changed,
+            # and renewed no more often than the others ask for it.
+            if known != rate or now - told >= RECHECK_SECONDS:
+                await self._pacer.learn(route, rate)
+                self._learned[route] = (rate, now)
 
     async def _start(
         self,

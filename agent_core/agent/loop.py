@@ -313,10 +313,10 @@ class Agent:
         whichever worker process runs it.
         """
         newer, loop.waiting = loop.waiting, None
-        if newer is None:
-            with read_transaction(self._services.factory) as db:
-                newer = self._waiting(db)
-        return self._stopped_by(loop, newer)
+        if newer is not None:
+            return self._stopped_by(loop, newer)
+        found = self._look()
+        return None if found is None else self._stopped(loop, found)
 
     def _stopped_by(self, loop: _Loop, newer: list[busy.Waiting]) -> TurnOutcome | None:
         """The outcome to stop with when one of the ``newer`` waiting messages says so."""
@@ -331,7 +331,7 @@ class Agent:
         return replace(self._outcome(loop, TurnEnd.INTERRUPTED, ""), interrupted=found)
 
     def _look(self) -> busy.Interruption | None:
-        """A look of its own for a waiting message that stops the turn (while it streams)."""
+        """A look of its own for a waiting message that stops the turn (a read transaction)."""
         with read_transaction(self._services.factory) as db:
             return busy.interruption(self._waiting(db), self.request.busy_mode)
 
