@@ -217,7 +217,7 @@ class Agent:
         if compress:
             self._hygiene(loop, engine)
         if loop.unfinished is not None and loop.tools is not None:
-            self._finish_round(loop, loop.tools, loop.unfinished)
+            self._finish_round(loop, loop.tools, loop.unfinished, journaled=True)
         last = self._services.max_iterations - 1
         for iteration in range(self._services.max_iterations):
             if (stopped := self._interrupted(loop)) is not None:
@@ -291,7 +291,8 @@ class Agent:
             )
             # Read in this transaction: when the session row says nothing behind the message
             # can stop it, the first safe point has nothing to look at.
-            waiting = [] if self._unstoppable(chat_session, trigger) else self._waiting(db)
+            unstoppable = self._unstoppable(chat_session.next_seq, chat_session.stop_seq)
+            waiting = [] if unstoppable else self._waiting(db)
             budgeted = services.usage is not None and services.usage.budgets.apply_to(db, scope)
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)
@@ -335,16 +336,18 @@ class Agent:
         with read_transaction(self._services.factory) as db:
             return busy.interruption(self._waiting(db), self.request.busy_mode)
 
-    def _unstoppable(self, chat_session: ChatSession, message: Message) -> bool:
-        """Whether, by the session row alone, no waiting message can stop the turn now.
+    def _unstoppable(self, next_seq: int, stop_seq: int) -> bool:
+        """Whether, by the session row's numbers alone, no waiting message can stop the turn.
 
         Nothing arrived after the message, or, outside the ``interrupt`` mode (where any
         newer message stops it), no ``/stop`` did: then there is nothing to read.
         """
-        if chat_session.next_seq <= message.seq:
+        assert self._started is not None
+        seq = self._started[0].seq
+        if next_seq <= seq:
             return True
         interrupting = self.request.busy_mode is busy.BusyMode.INTERRUPT
-        return not interrupting and chat_session.stop_seq <= message.seq
+        return not interrupting and stop_seq <= seq
 
     def _waiting(self, db: Session) -> list[busy.Waiting]:
         """The messages that arrived after the one this turn answers and wait for a turn."""
@@ -679,7 +682,9 @@ class Agent:
         """
         calls = [dict(call) for call in result.tool_calls or ()]
         if all(tools.registry.repeatable(call) for call in calls):
-            self._finish_round(loop, tools, ToolRound(result.content, tuple(calls), {}))
+            self._finish_round(
+                loop, tools, ToolRound(result.content, tuple(calls), {}), journaled=False
+            )
             return None
         with transaction(self._services.factory) as db:
             self._charge(db, loop)  # paid for with the journal: a resumed run never asks again
@@ -687,14 +692,17 @@ class Agent:
             if stopped is not None:
                 return stopped
             unfinished = journal.begin(db, self.request.message_id, result.content, calls)
-        self._finish_round(loop, tools, unfinished)
+        self._finish_round(loop, tools, unfinished, journaled=True)
         return None
 
-    def _finish_round(self, loop: _Loop, tools: _Tools, unfinished: ToolRound) -> None:
+    def _finish_round(
+        self, loop: _Loop, tools: _Tools, unfinished: ToolRound, *, journaled: bool
+    ) -> None:
         """Run the round's calls that have no stored result, then store the whole round.
 
         Each result of a call that is not repeatable is journaled before the next call
-        runs; a stored result is reused and its call never runs again.
+        runs (``journaled``: the round's calls were); a stored result is reused and its
+        call never runs again.
         """
         services, request = self._services, self.request
         loop.tool_calls += len(unfinished.calls)
@@ -715,11 +723,9 @@ class Agent:
             replace(draft, content=steer.defuse(draft.content))
             for draft in (results[index] for index in range(len(unfinished.calls)))
         ]
+        assert self._started is not None
+        trigger, chat_session = self._started  # as read at the start: only their ids are used
         with transaction(services.factory) as db:
-            chat_session = db.get(ChatSession, request.session_id)
-            trigger = db.get(Message, request.message_id)
-            assert chat_session is not None
-            assert trigger is not None
             store = DatabaseResultStore(
                 db, tenant_id=chat_session.tenant_id, session_id=chat_session.id
             )
@@ -735,7 +741,7 @@ class Agent:
                 fitted[-1] = replace(last, content=last.content + steer.block(steered))
             loop.steered += len(steered)
             self._charge(db, loop)
-            append_tool_exchange(
+            stored = append_tool_exchange(
                 db,
                 chat_session,
                 trigger,
@@ -744,12 +750,16 @@ class Agent:
                 results=fitted,
                 counter=services.counter,
             )
-            journal.clear(trigger)
+            if journaled:
+                journal.clear(journal.locked(db, request.message_id))
             db.flush()
             # Read back with the round, and the next safe point's look with them: no
-            # transaction of their own.
+            # transaction of their own (and no look when the session's numbers, as the
+            # round took its own, show nothing that could stop the turn).
             view = self._read_view(db)
-            loop.waiting = self._waiting(db)
+            counters = stored.allocation
+            unstoppable = self._unstoppable(counters.seq, counters.stop_seq)
+            loop.waiting = [] if unstoppable else self._waiting(db)
         loop.unfinished = None
         if view is not None:
             loop.view = view

@@ -27,8 +27,11 @@ class SeqAllocation(NamedTuple):
     """A new sequence number and the session's running totals after the update."""
 
     seq: int
+    """The last number handed out (the only one, unless several were asked for)."""
     active_tokens: int
     active_count: int
+    stop_seq: int
+    """The number of the session's latest ``/stop``: a stop the caller did not know of shows."""
 
 
 TRANSCRIPT_COLUMNS = (
@@ -51,13 +54,18 @@ _ALLOCATE_SEQ = (
     update(SESSIONS)
     .where(SESSIONS.c.id == param("sid", SESSIONS.c.id))
     .values(
-        next_seq=SESSIONS.c.next_seq + 1,
+        next_seq=SESSIONS.c.next_seq + param("d_seq", SESSIONS.c.next_seq),
         last_message_at=param("now", SESSIONS.c.last_message_at),
         active_tokens=SESSIONS.c.active_tokens + param("d_tokens", SESSIONS.c.active_tokens),
         active_count=SESSIONS.c.active_count + param("d_count", SESSIONS.c.active_count),
         tokens_spent=SESSIONS.c.tokens_spent + param("d_spent", SESSIONS.c.tokens_spent),
     )
-    .returning(SESSIONS.c.next_seq, SESSIONS.c.active_tokens, SESSIONS.c.active_count)
+    .returning(
+        SESSIONS.c.next_seq,
+        SESSIONS.c.active_tokens,
+        SESSIONS.c.active_count,
+        SESSIONS.c.stop_seq,
+    )
 )
 _STORED_STATE = select(
     SESSIONS.c.compaction_count,
@@ -143,12 +151,14 @@ class SessionRepository:
         active_messages: int = 0,
         spent_tokens: int = 0,
         also: Mapping[str, Any] | None = None,
+        count: int = 1,
     ) -> SeqAllocation:
-        """The next arrival number of the session, updating its token counters on the way.
+        """The next ``count`` arrival numbers of the session, updating its token counters.
 
         The UPDATE row-locks the session until commit, so numbers are handed out in
         commit order: a later number is never visible before an earlier one. ``also``
-        holds other session columns to set in the same statement.
+        holds other session columns to set in the same statement. The numbers are the
+        ``count`` ending at the returned ``seq``.
         """
         row = self.session.execute(
             _ALLOCATE_SEQ.values(dict(also)) if also else _ALLOCATE_SEQ,
@@ -158,9 +168,10 @@ class SessionRepository:
                 "d_tokens": active_tokens,
                 "d_count": active_messages,
                 "d_spent": spent_tokens,
+                "d_seq": count,
             },
         ).one()
-        return SeqAllocation(int(row[0]), int(row[1]), int(row[2]))
+        return SeqAllocation(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def stored_state(self, session_id: str, *, lock: bool = False) -> Row[*tuple[Any, ...]] | None:
         """Just the engine-state columns of a session (the prompt text is not loaded).

@@ -67,7 +67,7 @@ def begin(
     db: Session, message_id: int, content: str | None, calls: list[dict[str, Any]]
 ) -> ToolRound:
     """Record a response's calls before any of them runs."""
-    trigger = _locked(db, message_id)
+    trigger = locked(db, message_id)
     trigger.meta = {
         **trigger.meta,
         META_KEY: {"content": content, "tool_calls": calls, "results": {}},
@@ -78,7 +78,7 @@ def begin(
 
 def record(db: Session, message_id: int, index: int, draft: ToolResultDraft) -> None:
     """Store the result of the round's call at ``index`` the moment it returns."""
-    trigger = _locked(db, message_id)
+    trigger = locked(db, message_id)
     journal = dict(trigger.meta.get(META_KEY) or {})
     journal["results"] = {
         **(journal.get("results") or {}),
@@ -100,5 +100,6 @@ def clear(trigger: Message) -> None:
         trigger.meta = {k: v for k, v in trigger.meta.items() if k != META_KEY}
 
 
-def _locked(db: Session, message_id: int) -> Message:
+def locked(db: Session, message_id: int) -> Message:
+    """The turn's message, row-locked until commit: the journal lives in its meta."""
     return db.scalars(select(Message).where(Message.id == message_id).with_for_update()).one()

@@ -9,6 +9,7 @@ and compactions and read back as OpenAI-format messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert
@@ -17,12 +18,22 @@ from sqlalchemy.orm import Session
 from agent_core.db.base import utcnow
 from agent_core.db.models import ChatSession, Message, MessageKind, TurnState
 from agent_core.db.tables import MESSAGES
-from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.repository import SeqAllocation, SessionRepository
 from agent_core.tokens import TokenCounter
 from agent_core.tools.output import FittedResult
 from agent_core.tools.text import storable_text
 
-_INSERT = insert(MESSAGES).returning(MESSAGES.c.id)
+_INSERT = insert(MESSAGES).returning(MESSAGES.c.id, sort_by_parameter_order=True)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredExchange:
+    """The rows of one stored exchange and the session's numbers after it."""
+
+    ids: list[int]
+    """The new message ids: the assistant message first, then the results in order."""
+    allocation: SeqAllocation
+    """The session's counters as the rows' numbers were handed out."""
 
 
 def append_tool_exchange(
@@ -34,7 +45,7 @@ def append_tool_exchange(
     tool_calls: Sequence[dict[str, Any]],
     results: Sequence[FittedResult],
     counter: TokenCounter,
-) -> list[int]:
+) -> StoredExchange:
     """Append the assistant message carrying ``tool_calls`` and the results, in one go.
 
     Args:
@@ -47,9 +58,8 @@ def append_tool_exchange(
         counter: the session's token counter.
 
     Returns:
-        The new message ids: the assistant message first, then the results in order.
+        The new rows' ids and the session's counters after them.
     """
-    repo = SessionRepository.from_session(db)
     calls = [dict(call) for call in tool_calls]
     assistant = {"role": "assistant", "content": content, "tool_calls": calls}
     rows: list[tuple[dict[str, Any], dict[str, Any]]] = [(assistant, {})]
@@ -60,34 +70,38 @@ def append_tool_exchange(
         if result.stored_ref is not None:
             meta |= {"stored_ref": result.stored_ref, "original_chars": result.original_chars}
         rows.append((message, meta))
-    ids: list[int] = []
-    for message, meta in rows:
-        tokens = counter.count_message(message)
-        seq = repo.allocate_seq(chat_session.id, active_tokens=tokens, active_messages=1).seq
-        ids.append(
-            int(
-                db.execute(
-                    _INSERT,
-                    {
-                        "session_id": chat_session.id,
-                        "bot_id": chat_session.bot_id,
-                        "seq": seq,
-                        "anchor_seq": trigger.anchor_seq,
-                        "role": message["role"],
-                        "kind": MessageKind.CHAT,
-                        "content": message.get("content"),
-                        "tool_calls": message.get("tool_calls"),
-                        "tool_call_id": message.get("tool_call_id"),
-                        "name": message.get("name"),
-                        "turn_state": TurnState.NONE,
-                        "token_count": tokens,
-                        "token_encoding": counter.encoding_name,
-                        "archived": False,
-                        "deleted": False,
-                        "meta": meta,
-                        "created_at": utcnow(),
-                    },
-                ).scalar_one()
-            )
-        )
-    return ids
+    counted = [(message, meta, counter.count_message(message)) for message, meta in rows]
+    allocation = SessionRepository.from_session(db).allocate_seq(
+        chat_session.id,
+        active_tokens=sum(tokens for _, _, tokens in counted),
+        active_messages=len(counted),
+        count=len(counted),
+    )
+    first = allocation.seq - len(counted) + 1
+    now = utcnow()
+    inserted = db.execute(
+        _INSERT,
+        [
+            {
+                "session_id": chat_session.id,
+                "bot_id": chat_session.bot_id,
+                "seq": first + offset,
+                "anchor_seq": trigger.anchor_seq,
+                "role": message["role"],
+                "kind": MessageKind.CHAT,
+                "content": message.get("content"),
+                "tool_calls": message.get("tool_calls"),
+                "tool_call_id": message.get("tool_call_id"),
+                "name": message.get("name"),
+                "turn_state": TurnState.NONE,
+                "token_count": tokens,
+                "token_encoding": counter.encoding_name,
+                "archived": False,
+                "deleted": False,
+                "meta": meta,
+                "created_at": now,
+            }
+            for offset, (message, meta, tokens) in enumerate(counted)
+        ],
+    )
+    return StoredExchange([int(row[0]) for row in inserted], allocation)

@@ -238,7 +238,7 @@ class McpPool:
         self._thread_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        # Touched only on the pool's loop:
+        # Changed only on the pool's loop (``_connections`` is read by :meth:`_listed`):
         self._connections: dict[Key, _Connection] = {}
         self._starting: dict[Key, asyncio.Lock] = {}
         self._known_tools: dict[Key, list[McpToolInfo]] = {}
@@ -354,9 +354,17 @@ class McpPool:
     def list_tools(
         self, servers: Sequence[McpServerSpec]
     ) -> dict[McpServerSpec, list[McpToolInfo]]:
-        """Each server's tools, listed concurrently; a server that is down keeps its last list."""
+        """Each server's tools, listed concurrently; a server that is down keeps its last list.
+
+        When every server is connected with its list known, the lists are answered on the
+        calling thread: a hop to the pool's loop waits for the GIL behind busy threads
+        (milliseconds a turn), and the loop would only hand back the same lists.
+        """
         if not servers:
             return {}
+        known = self._listed(servers)
+        if known is not None:
+            return known
 
         async def gather() -> list[list[McpToolInfo]]:
             return list(await asyncio.gather(*(self._list(spec) for spec in servers)))
@@ -370,6 +378,19 @@ class McpPool:
             log.warning("mcp tool listing timed out")
             return {}
         return dict(zip(servers, lists, strict=True))
+
+    def _listed(
+        self, servers: Sequence[McpServerSpec]
+    ) -> dict[McpServerSpec, list[McpToolInfo]] | None:
+        """The live connections' known lists, or ``None`` when one must be asked for."""
+        listed: dict[McpServerSpec, list[McpToolInfo]] = {}
+        for spec in servers:
+            conn = self._connections.get(spec.key)
+            tools = None if conn is None or conn.broken else conn.tools
+            if tools is None:
+                return None
+            listed[spec] = tools
+        return listed
 
     def call_tool(self, server: McpServerSpec, tool: str, arguments: dict[str, Any]) -> ToolOutput:
         """Run one tool within the server's timeout; every failure is an error output."""

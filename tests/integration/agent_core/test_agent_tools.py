@@ -24,6 +24,7 @@ from tests.integration.agent_core.test_agent import (
     TRANSCRIPT_READS,
     Harness,
     StatementLog,
+    _stop,
 )
 
 pytestmark = pytest.mark.integration
@@ -198,12 +199,10 @@ def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory
     assert outcome.end is TurnEnd.REPLY
     journaled = log.at(r"^UPDATE messages SET meta")
     stored_round = log.at(r"^INSERT INTO messages")
-    looks = log.at(WAITING)
     # Nothing waits behind the message as the turn begins: the first look reads nothing.
-    assert len(looks) == 2, "before the tools, before the second call"
-    assert looks[0] == journaled[0], "the look before the tools is in the journal's transaction"
-    assert looks[1] == stored_round[-1], "the next look is read back with the stored round"
-    assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "so is the transcript"
+    # As the round is stored, the session's numbers show that no /stop came: no look.
+    assert log.at(WAITING) == journaled[:1], "only before the tools, in the journal's"
+    assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "read back with the stored round"
 
 
 def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
@@ -219,8 +218,32 @@ def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
     stored_round = log.at(r"^INSERT INTO messages")
     assert log.transactions == 2, "the turn's start, then the round stored"
     assert set(stored_round) == {2}
-    assert log.at(WAITING) == [2], "a stop is looked for as the round is stored"
+    assert log.at(WAITING) == [], "the round's numbers show no /stop: nothing to look at"
     assert [r.role for r in stored(h)] == ["user", "assistant", "tool"]
+
+
+def test_a_stop_sent_while_a_round_of_reads_runs_ends_the_turn_before_the_next_call(
+    factory, monkeypatch
+):
+    execute = ToolRegistry.execute
+    stops: list[int] = []
+
+    def stopped_meanwhile(self: ToolRegistry, call: dict[str, Any], ctx: Any) -> Any:
+        stops.append(_stop(h))  # Ann sends /stop while the tool runs
+        return execute(self, call, ctx)
+
+    monkeypatch.setattr(ToolRegistry, "execute", stopped_meanwhile)
+    h = Harness(
+        factory,
+        tools=True,
+        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
+    )
+    outcome, log = _run_logged(h, h.say("what time is it?"))
+    assert outcome.end is TurnEnd.INTERRUPTED
+    assert outcome.interrupted is not None
+    assert outcome.interrupted.by == stops[0]
+    assert len(h.main.calls) == 1, "stopped before the second call"
+    assert log.at(WAITING) == log.at(r"^INSERT INTO messages")[-1:], "seen as it is stored"
 
 
 class Killed(BaseException):

@@ -8,8 +8,9 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,6 +111,24 @@ def test_deferred_mcp_tools_are_found_and_called_through_the_bridge(pool: McpPoo
     assert hits[0]["name"] == "files__add"
     out = reg.execute(call("tool_call", name="files__add", arguments={"a": 1, "b": 2}), ctx())
     assert (out.is_error, out.content) == (False, "3")
+
+
+def test_a_connected_server_s_tools_are_listed_without_waiting_for_the_pool_s_loop(
+    pool: McpPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every turn lists the tools: a live server's known list costs no thread hop."""
+    spec = stdio()
+    listed = pool.list_tools([spec])[spec]
+    assert listed
+
+    def hop(coro: Coroutine[Any, Any, object], timeout: float) -> object:
+        coro.close()
+        raise AssertionError("the pool's loop was asked")
+
+    monkeypatch.setattr(pool, "_run", hop)
+    assert pool.list_tools([spec])[spec] == listed
+    with pytest.raises(AssertionError, match="loop was asked"):
+        pool.list_tools([spec, stdio("other")])  # a server not yet started is asked for
 
 
 def test_a_killed_server_is_restarted_on_the_next_call(pool: McpPool) -> None:

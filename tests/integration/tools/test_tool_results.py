@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.compaction.service import build_transcript
@@ -111,11 +112,19 @@ def test_a_tool_exchange_is_stored_with_exact_tokens_and_reads_back(
         before = SessionRepository.from_session(db).counters(s.id)
         store = DatabaseResultStore(db, tenant_id=s.tenant_id, session_id=s.id)
         fitted = fit_results(drafts, context_length=128_000, store=store)
-        ids = append_tool_exchange(
+        stored = append_tool_exchange(
             db, chat_session, trigger, content=None, tool_calls=calls, results=fitted,
             counter=COUNTER,
         )  # fmt: skip
-    assert len(ids) == 3
+    assert len(stored.ids) == 3
+    with transaction(factory) as db:
+        rows = db.execute(
+            select(Message.id, Message.seq).where(Message.id.in_(stored.ids)).order_by(Message.seq)
+        ).all()
+    # One number each, in the order given, the last one the session's newest.
+    assert [row.id for row in rows] == stored.ids
+    assert [row.seq for row in rows] == [stored.allocation.seq - 2, stored.allocation.seq - 1,
+                                         stored.allocation.seq]  # fmt: skip
     with transaction(factory) as db:
         repo = SessionRepository.from_session(db)
         chat_session = repo.get(s.id)
