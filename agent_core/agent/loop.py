@@ -52,7 +52,7 @@ from agent_core.llm.models import ModelSet
 from agent_core.prompt.assembler import PromptAssembler
 from agent_core.prompt.service import restore_or_build
 from agent_core.sessions import lock
-from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.repository import SessionRepository, TurnStart
 from agent_core.sessions.service import record_reply
 from agent_core.sessions.view import SessionView, load_view
 from agent_core.tokens import TokenCounter, estimate_request_tokens_rough
@@ -254,14 +254,13 @@ class Agent:
         self._vision = services.models.sees_images(model.name)
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
-            found = SessionRepository.from_session(db).turn_start(
-                request.session_id, request.message_id
-            )
-            if found is None:
+            repo = SessionRepository.from_session(db)
+            start = repo.turn_start(request.session_id, request.message_id)
+            if start is None:
                 return None
-            trigger, chat_session, bot_settings = found
+            trigger, chat_session = start.trigger, start.chat_session
             self._started = (trigger, chat_session)
-            tools = self._tools(db, chat_session, bot_settings, trigger, model)
+            tools = self._tools(db, start, model)
             inputs = services.prompts.inputs(
                 chat_session, model, request.persona, request.instructions
             )
@@ -279,8 +278,10 @@ class Agent:
                 load_memory=lambda: services.prompts.memory(db, chat_session),
             )
             view = self._read_view(db)
-            rounds = SessionRepository.from_session(db).tool_rounds(
-                request.session_id, request.anchor_seq
+            rounds = (
+                repo.tool_rounds(request.session_id, request.anchor_seq)
+                if start.answered_before
+                else 0
             )
             scope = UsageScope.of(chat_session, trigger.speaker_id)
             unfinished = journal.pending(trigger)
@@ -293,7 +294,7 @@ class Agent:
             # can stop it, the first safe point has nothing to look at.
             unstoppable = self._unstoppable(chat_session.next_seq, chat_session.stop_seq)
             waiting = [] if unstoppable else self._waiting(db)
-            budgeted = services.usage is not None and services.usage.budgets.apply_to(db, scope)
+            budgeted = services.usage is not None and start.has_budgets
         assert view is not None
         self._engine = services.compactor.engine(model, view.state, settings=compression)
         return _Loop(
@@ -424,23 +425,18 @@ class Agent:
         )
         return self._outcome(loop, TurnEnd.BUDGET, usage.budgets.refusal(broken))
 
-    def _tools(
-        self,
-        db: Session,
-        chat_session: ChatSession,
-        bot_settings: dict[str, Any] | None,
-        trigger: Message,
-        model: ChatModel,
-    ) -> _Tools | None:
+    def _tools(self, db: Session, start: TurnStart, model: ChatModel) -> _Tools | None:
         kit = self._services.tools
         if kit is None:
             return None
+        chat_session, trigger = start.chat_session, start.trigger
         registry = kit.registry(
             db,
             chat_session,
-            bot_settings,
+            start.bot_settings,
             context_length=model.context_length,
             counter=self._services.counter,
+            tenant_servers=start.has_tenant_servers,
         )
         if not registry.names():
             return None

@@ -7,17 +7,19 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Row, case, exists, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from agent_core.busy import Waiting, is_stop
 from agent_core.db.base import utcnow
 from agent_core.db.models import (
     Bot,
+    Budget,
     ChatSession,
     Message,
     MessageKind,
     SessionLock,
     Tenant,
+    TenantMcpServer,
     TurnState,
 )
 from agent_core.db.tables import MESSAGES, SESSIONS, param
@@ -32,6 +34,22 @@ class SeqAllocation(NamedTuple):
     active_count: int
     stop_seq: int
     """The number of the session's latest ``/stop``: a stop the caller did not know of shows."""
+
+
+class TurnStart(NamedTuple):
+    """What a turn starts on, read in one query (:meth:`SessionRepository.turn_start`)."""
+
+    trigger: Message
+    chat_session: ChatSession
+    bot_settings: dict[str, Any] | None
+    """The bot's settings (its tool allow-list); ``None`` when the bot is gone."""
+    tenant: Tenant | None
+    """Held here, so the unit of work keeps it (its identity map holds rows weakly)."""
+    has_budgets: bool
+    has_tenant_servers: bool
+    """The tenant has MCP servers of its own."""
+    answered_before: bool
+    """An assistant message is stored in the message's place: an earlier run's rounds."""
 
 
 TRANSCRIPT_COLUMNS = (
@@ -210,21 +228,37 @@ class SessionRepository:
         ).first()
         return (row[0], row[1]) if row is not None else None
 
-    def turn_start(
-        self, session_id: str, message_id: int
-    ) -> tuple[Message, ChatSession, dict[str, Any] | None] | None:
-        """A message, its session and its bot's settings in one query (what a turn starts on).
+    def turn_start(self, session_id: str, message_id: int) -> TurnStart | None:
+        """A message, its session, its bot's settings and its tenant in one query.
 
-        The tool registry needs the bot's allow-list; reading it here saves the turn a
-        round trip for the bot row.
+        Also whether the tenant has budgets or MCP servers of its own and whether a reply
+        is already stored in the message's place, so a turn without them reads none of
+        those tables (the registry needs the bot's allow-list, the compressor the
+        tenant's settings: the tenant row is in the unit of work, ``db.get`` is free).
         """
+        earlier = aliased(Message)
         row = self.session.execute(
-            select(Message, ChatSession, Bot.settings)
+            select(
+                Message,
+                ChatSession,
+                Bot.settings,
+                Tenant,
+                exists().where(Budget.tenant_id == ChatSession.tenant_id),
+                exists().where(TenantMcpServer.tenant_id == ChatSession.tenant_id),
+                exists().where(
+                    earlier.session_id == Message.session_id,
+                    earlier.anchor_seq == Message.anchor_seq,
+                    earlier.role == "assistant",
+                ),
+            )
             .join(ChatSession, ChatSession.id == Message.session_id)
             .outerjoin(Bot, Bot.id == ChatSession.bot_id)
+            .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
             .where(Message.id == message_id, ChatSession.id == session_id)
         ).first()
-        return (row[0], row[1], row[2]) if row is not None else None
+        if row is None:
+            return None
+        return TurnStart(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]))
 
     def load_turn(
         self, message_id: int

@@ -55,20 +55,21 @@ class ToolKit:
         *,
         context_length: int,
         counter: TokenCounter,
+        tenant_servers: bool = True,
     ) -> ToolRegistry:
         """The tools of this session's bot and chat, for one turn.
 
         ``bot_settings`` come with the turn's first query (``None``: the bot is gone), so
-        the registry costs no read of the bot row.
+        the registry costs no read of the bot row; so does whether the tenant has MCP
+        servers of its own (``tenant_servers``: without, their table is not read).
         """
         allowed = bot_tool_patterns(bot_settings)
         if allowed is None:
             tenant = db.get(Tenant, chat_session.tenant_id)
             inherited = TenantDefaults.from_json(tenant.settings if tenant else None).tools
             allowed = frozenset(inherited) if inherited is not None else self.settings.enabled
-        servers = merge_servers(
-            self._configured, tenant_specs(db, self._box, chat_session.tenant_id)
-        )
+        own = tenant_specs(db, self._box, chat_session.tenant_id) if tenant_servers else []
+        servers = merge_servers(self._configured, own)
         return ToolRegistry.for_turn(
             settings=self.settings,
             allowed=allowed,

@@ -372,6 +372,27 @@ def test_a_tenant_without_budgets_is_looked_up_once_with_the_transcript(factory)
     assert log.at(r"\bFROM budgets\b") == log.at(TRANSCRIPT_READS)[:1]
 
 
+def test_a_turn_reads_its_tenant_budgets_servers_and_earlier_rounds_with_its_first_query(
+    factory,
+):
+    """A tenant without budgets or MCP servers of its own, a message not answered before:
+    none of those tables is read by a query of its own (the first query says so)."""
+    with transaction(factory) as db:
+        TenancyRepository.from_session(db).ensure_default_tenant()  # as the migration does
+    h = Harness(factory, replies=["hello"], metered=True, tools=True)
+    message_id = h.say("hi")
+    with StatementLog(factory) as log:
+        _, stored, _ = h.turn(message_id)
+    assert h.outbox(stored.outbox_id).text == "hello"
+    starts = [flat for _, flat in log.statements if "FROM messages JOIN sessions" in flat]
+    assert len(starts) == 1, "the turn's first query: its message and session"
+    first = starts[0]
+    for table in ("tenants", "budgets", "mcp_servers"):
+        assert re.search(rf"\b{table}\b", first), table
+        assert not log.at(rf"^SELECT {table}\."), f"{table} read again"
+    assert not log.at(r"^SELECT messages\.tool_calls FROM"), "no earlier rounds counted"
+
+
 def test_a_session_that_never_had_images_reads_no_media(factory):
     h = Harness(factory, replies=["hello", "a cat"])
     with StatementLog(factory) as log:
