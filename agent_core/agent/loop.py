@@ -816,11 +816,18 @@ class Agent:
             return self._withdraw(db, message, outcome.interrupted)
         loop = self._loop
         # The last safe point of an answered turn: looked at here, so a plain turn pays no
-        # read transaction of its own after its call.
+        # read transaction of its own after its call. The session row, read under its lock
+        # (no message can arrive before this commits), says whether anything could stop
+        # the turn; only then are the waiting messages read.
+        state = None
         if loop is not None and outcome.answered:
-            stopped = self._stopped_by(loop, self._waiting(db))
-            if stopped is not None and stopped.interrupted is not None:
-                return replace(self._withdraw(db, message, stopped.interrupted), stopped=stopped)
+            repo = SessionRepository.from_session(db)
+            state = repo.stored_state(chat_session.id, lock=True)
+            if state is not None and not self._unstoppable(state.next_seq, state.stop_seq):
+                stopped = self._stopped_by(loop, self._waiting(db))
+                if stopped is not None and stopped.interrupted is not None:
+                    withdrawn = self._withdraw(db, message, stopped.interrupted)
+                    return replace(withdrawn, stopped=stopped)
         meta: dict[str, Any] = {}
         if outcome.model is not None:
             meta = {"model": outcome.model, "llm_ms": round(outcome.llm_seconds * 1000, 3)}
@@ -850,6 +857,7 @@ class Agent:
             meta=meta,
             notices=shown,
             session_values=judge,
+            locked_state=state,
         )
         if outbox_id is None or judge is None or not judge.judged or loop is None:
             return Stored(outbox_id, compact_later=False)

@@ -93,6 +93,8 @@ _STORED_STATE = select(
     SESSIONS.c.compaction_cooldown_until,
     SESSIONS.c.last_prompt_tokens,
     SESSIONS.c.context_state,
+    SESSIONS.c.next_seq,
+    SESSIONS.c.stop_seq,
 ).where(SESSIONS.c.id == param("sid", SESSIONS.c.id))
 _STORED_STATE_LOCKED = _STORED_STATE.with_for_update()
 _CLOSE_TURN = (
@@ -192,7 +194,7 @@ class SessionRepository:
         return SeqAllocation(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def stored_state(self, session_id: str, *, lock: bool = False) -> Row[*tuple[Any, ...]] | None:
-        """Just the engine-state columns of a session (the prompt text is not loaded).
+        """Just the engine-state columns and the numbers of a session (not the prompt text).
 
         ``lock`` row-locks the session until commit (``FOR UPDATE``; SQLite's single
         writer needs none).

@@ -329,13 +329,15 @@ def record_reply(
     meta: dict[str, Any] | None = None,
     notices: Sequence[str] = (),
     session_values: Callable[[Row[Any]], Mapping[str, Any]] | None = None,
+    locked_state: Row[Any] | None = None,
 ) -> int | None:
     """Close the trigger's turn, store the reply and queue its delivery, all or nothing.
 
     ``notices`` (a compaction warning) are shown to people above the reply but never
     become part of the transcript the model sees. ``session_values`` is given the
-    session's stored engine state, read under the row lock, and the columns it returns
-    are set by the same ``UPDATE`` that numbers the reply (one statement, not two).
+    session's stored engine state, read under the row lock (``locked_state`` when the
+    caller read it so in this unit of work), and the columns it returns are set by the
+    same ``UPDATE`` that numbers the reply (one statement, not two).
 
     Returns the outbox id, or ``None`` when the turn was already closed by another run
     (a redelivered task, or a worker that outlived its lease): that run's reply stands.
@@ -347,7 +349,7 @@ def record_reply(
     chat = kind == MessageKind.CHAT
     also: Mapping[str, Any] = {}
     if session_values is not None:
-        stored = repo.stored_state(chat_session.id, lock=True)
+        stored = locked_state or repo.stored_state(chat_session.id, lock=True)
         if stored is not None:
             also = session_values(stored)
     seq = repo.allocate_seq(

@@ -267,8 +267,7 @@ def test_a_turn_reads_its_bot_with_the_message_and_numbers_its_reply_in_one_upda
     assert len([s for s in statements if s.startswith("UPDATE sessions")]) == 1
     reads = [s for s in statements if s.startswith("SELECT")]
     message_reads = [s for s in reads if re.search(r"\bFROM messages\b", s)]
-    assert len(message_reads) == 1, "only the last look for a stop"
-    assert "turn_state" in message_reads[0]
+    assert message_reads == [], "the session row, read under its lock, shows no /stop"
     assert len([s for s in reads if re.search(r"\bFROM sessions\b", s)]) == 1
     assert h.outbox(stored.outbox_id).text == "hello Ann"
     assert h.session().last_prompt_tokens == 1_234
@@ -306,11 +305,12 @@ LOOKS = r"\bFROM messages\b.*\bturn_state\b"
 TRANSCRIPT_READS = r"\bFROM messages\b.*\barchived\b"
 
 
-@pytest.mark.parametrize("behind", ["nothing", "message", "stop"])
+@pytest.mark.parametrize("behind", ["nothing", "message", "stop", "stop during the call"])
 def test_a_plain_turn_reads_waiting_messages_only_when_one_could_stop_it(factory, behind):
     """The session row, read with the transcript, tells whether anything behind the message
     could stop the turn (outside the interrupt mode only a ``/stop`` can); only then does the
-    first safe point read the waiting messages. The last looks in the reply's transaction."""
+    first safe point read the waiting messages. So does the last, as the reply is stored:
+    the session row, read there under its lock, says whether to look."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
     if behind == "message":
@@ -333,14 +333,23 @@ def test_a_plain_turn_reads_waiting_messages_only_when_one_could_stop_it(factory
             assert h.main.calls == [], "stopped before the call"
             return
         assert looks == [], "no /stop behind the message: nothing to look at"
+        if behind == "stop during the call":
+            stop_id = _stop(h)
         with transaction(factory) as db:
             found = agent.reply_rows(db)
             assert found is not None
             stored = agent.finish(db, found[0], outcome, found[1])
             reply_transaction = log.transactions
     assert outcome.end is TurnEnd.REPLY
+    if behind == "stop during the call":
+        assert stored.outbox_id is None, "the stopped turn's reply is not sent"
+        assert stored.stopped is not None
+        assert stored.stopped.interrupted is not None
+        assert stored.stopped.interrupted.by == stop_id
+        assert log.at(LOOKS) == [reply_transaction], "looked at as the reply was stored"
+        return
     assert stored.outbox_id is not None
-    assert log.at(LOOKS) == [reply_transaction], "the last look is in the reply's transaction"
+    assert log.at(LOOKS) == [], "nor as the reply is stored"
 
 
 def _stop(h: Harness) -> int:
