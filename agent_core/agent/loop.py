@@ -749,11 +749,17 @@ class Agent:
             if journaled:
                 journal.clear(journal.locked(db, request.message_id))
             db.flush()
-            # Read back with the round, and the next safe point's look with them: no
-            # transaction of their own (and no look when the session's numbers, as the
-            # round took its own, show nothing that could stop the turn).
-            view = self._read_view(db)
+            # The session's numbers, as the round took its own, say whether a compaction
+            # committed since the transcript was read (then it is read again, in this
+            # transaction) and whether anything could stop the turn (then the next safe
+            # point's look is read here too).
             counters = stored.allocation
+            if counters.summary_version == loop.view.summary_version:
+                view: SessionView | None = loop.view.with_appended(
+                    stored.messages, stored.ids, stored.token_counts
+                )
+            else:
+                view = self._read_view(db)
             unstoppable = self._unstoppable(counters.seq, counters.stop_seq)
             loop.waiting = [] if unstoppable else self._waiting(db)
         loop.unfinished = None

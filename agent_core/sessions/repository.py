@@ -34,6 +34,8 @@ class SeqAllocation(NamedTuple):
     active_count: int
     stop_seq: int
     """The number of the session's latest ``/stop``: a stop the caller did not know of shows."""
+    summary_version: int
+    """Bumped by every compaction: one the caller did not know of shows."""
 
 
 class TurnStart(NamedTuple):
@@ -83,6 +85,7 @@ _ALLOCATE_SEQ = (
         SESSIONS.c.active_tokens,
         SESSIONS.c.active_count,
         SESSIONS.c.stop_seq,
+        SESSIONS.c.summary_version,
     )
 )
 _STORED_STATE = select(
@@ -191,7 +194,7 @@ class SessionRepository:
                 "d_seq": count,
             },
         ).one()
-        return SeqAllocation(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+        return SeqAllocation(*(int(value) for value in row))
 
     def stored_state(self, session_id: str, *, lock: bool = False) -> Row[*tuple[Any, ...]] | None:
         """Just the engine-state columns and the numbers of a session (not the prompt text).

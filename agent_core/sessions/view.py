@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -31,6 +32,24 @@ class SessionView:
     system_prompt: str | None
     calibration: float
     """Provider tokens per counted token, learned from the last response."""
+
+    def with_appended(
+        self, messages: list[dict[str, Any]], ids: list[int], token_counts: list[int]
+    ) -> SessionView:
+        """This view with rows just stored after everything in it (a turn's tool round).
+
+        What a fresh read would give while no compaction committed since this one: the new
+        rows are the newest in the turn's place, so they come last, after any summary.
+        """
+        transcript = self.transcript
+        return replace(
+            self,
+            transcript=Transcript(
+                [*transcript.messages, *messages],
+                [*transcript.ids, *ids],
+                [*transcript.token_counts, *token_counts],
+            ),
+        )
 
 
 def load_view(

@@ -19,6 +19,7 @@ from agent_core.db.base import utcnow
 from agent_core.db.models import ChatSession, Message, MessageKind, TurnState
 from agent_core.db.tables import MESSAGES
 from agent_core.sessions.repository import SeqAllocation, SessionRepository
+from agent_core.sessions.transcript import chat_message
 from agent_core.tokens import TokenCounter
 from agent_core.tools.output import FittedResult
 from agent_core.tools.text import storable_text
@@ -32,6 +33,9 @@ class StoredExchange:
 
     ids: list[int]
     """The new message ids: the assistant message first, then the results in order."""
+    messages: list[dict[str, Any]]
+    """The rows as a transcript read back from the database shows them."""
+    token_counts: list[int]
     allocation: SeqAllocation
     """The session's counters as the rows' numbers were handed out."""
 
@@ -104,4 +108,22 @@ def append_tool_exchange(
             for offset, (message, meta, tokens) in enumerate(counted)
         ],
     )
-    return StoredExchange([int(row[0]) for row in inserted], allocation)
+    shown = [
+        chat_message(
+            message["role"],
+            message.get("content"),
+            message.get("tool_calls"),
+            message.get("tool_call_id"),
+            message.get("name"),
+            None,
+            None,
+            chat_type=chat_session.chat_type,
+        )
+        for message, _, _ in counted
+    ]
+    return StoredExchange(
+        [int(row[0]) for row in inserted],
+        shown,
+        [tokens for _, _, tokens in counted],
+        allocation,
+    )

@@ -13,9 +13,10 @@ from agent_core import notices
 from agent_core.agent import Agent, TurnEnd, TurnRequest
 from agent_core.agent.steer import MARKER_CLOSE, MARKER_OPEN
 from agent_core.db.engine import transaction
-from agent_core.db.models import MemoryEntry, Message, MessageKind, TurnState
+from agent_core.db.models import ChatSession, MemoryEntry, Message, MessageKind, TurnState
 from agent_core.llm.model import ChatResult, Usage
 from agent_core.sessions.service import IncomingMessage, record_incoming
+from agent_core.sessions.view import load_view
 from agent_core.tools import journal
 from agent_core.tools.registry import ToolRegistry
 from tests.fixtures.llm_server import tool_call
@@ -200,9 +201,11 @@ def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory
     journaled = log.at(r"^UPDATE messages SET meta")
     stored_round = log.at(r"^INSERT INTO messages")
     # Nothing waits behind the message as the turn begins: the first look reads nothing.
-    # As the round is stored, the session's numbers show that no /stop came: no look.
+    # As the round is stored, the session's numbers show that no /stop came: no look; and
+    # that no compaction committed: the round joins the transcript the turn holds.
     assert log.at(WAITING) == journaled[:1], "only before the tools, in the journal's"
-    assert log.at(TRANSCRIPT_READS)[-1] == stored_round[-1], "read back with the stored round"
+    assert stored_round
+    assert len(log.at(TRANSCRIPT_READS)) == 1, "read once, as the turn began"
 
 
 def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
@@ -307,3 +310,74 @@ def test_what_a_compaction_took_out_of_the_prompt_is_found_with_session_search(f
     assert result["role"] == "tool"
     assert artifact in result["content"]
     assert outcome.text == "Found."
+
+
+def _transcript_now(h: Harness) -> list[dict[str, Any]]:
+    with transaction(h.factory) as db:
+        view = load_view(db, h.session_id, COUNTER, up_to_anchor=None)
+    assert view is not None
+    return view.transcript.messages
+
+
+def test_the_call_after_a_round_sends_what_a_fresh_read_of_the_session_gives(factory):
+    seen: list[list[dict[str, Any]]] = []
+
+    def second(messages: Sequence[Any]) -> str:
+        seen.append(_transcript_now(h))
+        return "It is late."
+
+    h = Harness(factory, tools=True)
+    h.main = type(h.main)(
+        "scripted/main",
+        replies=[
+            calls(
+                tool_call("current_time", {"timezone": "UTC"}, "c1"),
+                tool_call("memory", {"action": "add", "content": "builds run on host7"}, "m1"),
+                content="Checking.",
+            ),
+            second,
+        ],
+        default="ok",
+    )
+    outcome, _, _ = h.turn(h.say("what time is it? and note the build host"))
+    assert outcome.text == "It is late."
+    sent = list(h.main.calls[1].messages)[1:]  # after the system prompt
+    assert sent == seen[0]
+    assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "tool"]
+
+
+def test_a_compaction_committed_while_the_tools_run_is_what_the_next_call_sends(
+    factory, monkeypatch
+):
+    """Another process compacted the session meanwhile: the round reads it again."""
+    execute = ToolRegistry.execute
+
+    def compacted_meanwhile(self: ToolRegistry, call: dict[str, Any], ctx: Any) -> Any:
+        with transaction(factory) as db:
+            first = db.scalars(
+                select(Message).where(Message.session_id == h.session_id).order_by(Message.seq)
+            ).first()
+            assert first is not None
+            first.archived = True
+            chat_session = db.get(ChatSession, h.session_id)
+            assert chat_session is not None
+            chat_session.summary = "Ann asked about the deploy window earlier."
+            chat_session.summary_anchor_seq, chat_session.summary_seq = first.anchor_seq, first.seq
+            chat_session.summary_version += 1
+        return execute(self, call, ctx)
+
+    h = Harness(
+        factory,
+        tools=True,
+        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
+    )
+    h.say("when is the deploy window?", triggers=False)
+    message_id = h.say("what time is it?")
+    monkeypatch.setattr(ToolRegistry, "execute", compacted_meanwhile)
+    outcome, _, _ = h.turn(message_id)
+    assert outcome.text == "It is late."
+    first_sent = str(h.main.calls[0].messages)
+    second_sent = str(h.main.calls[1].messages)
+    assert "when is the deploy window?" in first_sent
+    assert "when is the deploy window?" not in second_sent, "archived by the compaction"
+    assert "Ann asked about the deploy window earlier." in second_sent
