@@ -208,13 +208,18 @@ def test_a_tool_round_s_safe_points_look_in_the_round_s_own_transactions(factory
     assert len(log.at(TRANSCRIPT_READS)) == 1, "read once, as the turn began"
 
 
-def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
-    """Running reads again after a crash is harmless: the round is not journaled first."""
-    h = Harness(
+def _asks_the_time(factory: Any) -> Harness:
+    """A model that reads the time in one round of one call, then answers."""
+    return Harness(
         factory,
         tools=True,
         replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
     )
+
+
+def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
+    """Running reads again after a crash is harmless: the round is not journaled first."""
+    h = _asks_the_time(factory)
     outcome, log = _run_logged(h, h.say("what time is it?"))
     assert outcome.end is TurnEnd.REPLY
     assert outcome.tool_calls == 1
@@ -236,11 +241,7 @@ def test_a_stop_sent_while_a_round_of_reads_runs_ends_the_turn_before_the_next_c
         return execute(self, call, ctx)
 
     monkeypatch.setattr(ToolRegistry, "execute", stopped_meanwhile)
-    h = Harness(
-        factory,
-        tools=True,
-        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
-    )
+    h = _asks_the_time(factory)
     outcome, log = _run_logged(h, h.say("what time is it?"))
     assert outcome.end is TurnEnd.INTERRUPTED
     assert outcome.interrupted is not None
@@ -366,11 +367,7 @@ def test_a_compaction_committed_while_the_tools_run_is_what_the_next_call_sends(
             chat_session.summary_version += 1
         return execute(self, call, ctx)
 
-    h = Harness(
-        factory,
-        tools=True,
-        replies=[calls(tool_call("current_time", {"timezone": "UTC"}, "c1")), "It is late."],
-    )
+    h = _asks_the_time(factory)
     h.say("when is the deploy window?", triggers=False)
     message_id = h.say("what time is it?")
     monkeypatch.setattr(ToolRegistry, "execute", compacted_meanwhile)
