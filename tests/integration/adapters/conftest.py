@@ -12,6 +12,12 @@ from tests.fixtures.platform_servers.discord import FakeDiscord, running_fake_di
 from tests.fixtures.platform_servers.slack import FakeSlack, SlackServerThread, fresh
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """The adapters run on asyncio (discord.py, slack-bolt, python-telegram-bot)."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="module")
 def _slack_server() -> Iterator[FakeSlack]:
     with SlackServerThread() as fake:

@@ -33,11 +33,6 @@ TRIGGER = load_payload("message_create_mention")
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def fake() -> Iterator[FakeDiscord]:
     with running_fake_discord() as server:
         server.push("MESSAGE_CREATE", TRIGGER)  # the message replies point at

@@ -35,11 +35,6 @@ GUILD_MESSAGES = 1 << 9
 DIRECT_MESSAGES = 1 << 12
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def eventually(predicate: Callable[[], Any], what: str, within: float = 10) -> Any:
     """Poll ``predicate`` on the test's loop until it is truthy (fail after ``within`` s)."""
     try:

@@ -27,11 +27,6 @@ POST = yarl.URL("https://discord.test/api/v10/channels/123/messages")
 OTHER_CHANNEL = yarl.URL("https://discord.test/api/v10/channels/456/messages")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _worker(redis_url: str, scope: str) -> DiscordPacing:
     """One worker process's pacing: its own in-process fallback, the shared Redis."""
     config = PacingConfig(limits={"route": DEFAULT}, max_wait_seconds=1.0, redis_url=redis_url)

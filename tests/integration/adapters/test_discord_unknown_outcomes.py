@@ -35,11 +35,6 @@ TWO_PARTS = "\n\n".join(["first part " * 150, "second part " * 150])
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def fake() -> Iterator[FakeDiscord]:
     with running_fake_discord() as server:
         server.push("MESSAGE_CREATE", TRIGGER)

@@ -42,11 +42,6 @@ WAIT_BOUND_SECONDS = 60.0
 """How long a wait in these tests may take on a loaded machine before it fails."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def _telegram_server() -> Iterator[FakeTelegram]:
     with TelegramServerThread() as fake:

@@ -25,11 +25,6 @@ BOT = Bucket("bot", Rate(30, 1.0))
 GROUP = Bucket("group:g", Rate(3, 60.0))
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 1_700_000_000.0

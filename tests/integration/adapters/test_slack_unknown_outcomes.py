@@ -26,11 +26,6 @@ CHANNEL = "C0GENERAL"
 DM = "D0ALICE01"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _no_sleep(_seconds: float) -> None:
     return None
 

@@ -35,11 +35,6 @@ SECRET = "hook-Secret_123"
 GROUP = "-1009876543210"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def _server() -> Iterator[FakeTelegram]:
     with TelegramServerThread() as fake:

@@ -25,11 +25,6 @@ CHAT = "111111111"
 LONG = "\n\n".join(["A paragraph of a long answer that keeps going. " * 12] * 12)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def _server() -> Iterator[FakeTelegram]:
     with TelegramServerThread() as fake:
