@@ -4,8 +4,9 @@ The search never leaves one conversation key (tenant, bot, platform, chat, threa
 cannot surface another chat's or tenant's words. Postgres matches an expression GIN index
 on ``to_tsvector('simple', ...)``; SQLite an FTS5 external-content table kept in sync by
 triggers (both created by migration ``0008_g_tools``). Words that look like identifiers
-(``0x7ffd3a2c``, ``build/x.tar.gz``, ``ERR-4411``) are also matched verbatim, because the
-tokenizers split or mangle them, and such hits rank first.
+(``0x7ffd3a2c``, ``build/x.tar.gz``, ``ERR-4411``, ``liveCD``) are also matched verbatim,
+case included, because the tokenizers split, mangle or case-fold them, and such hits rank
+first: in a chat that says ``livecd`` hundreds of times, ``liveCD`` is a different word.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from agent_core.context.identifiers import find_identifiers
 from agent_core.db.models import ChatSession, Message, MessageKind
 
 MAX_TERMS = 16
@@ -68,10 +70,30 @@ def is_identifier(word: str) -> bool:
     return len(word) >= 3 and bool(_IDENTIFIER.search(word))
 
 
+def verbatim_terms(query: str) -> list[str]:
+    """What of a query is matched character for character, in the query's order.
+
+    The identifiers the summary's ledger would extract (so ``liveCD`` or ``macOS``, which a
+    word-level test cannot tell from prose), then any other word with punctuation, digits
+    or underscores (``deploy*`` is still looked for as written).
+    """
+    found = [value for _kind, value in find_identifiers(query)]
+    found += [w for w in query_terms(query) if is_identifier(w)]
+    return list(dict.fromkeys(found))[:MAX_TERMS]
+
+
 def snippet(content: str, terms: Sequence[str], radius: int = SNIPPET_RADIUS) -> str:
-    """The part of ``content`` around the first term found in it (any case), the term whole."""
+    """The part of ``content`` around a term, the term whole.
+
+    The first of ``terms`` (most wanted first) that ``content`` holds as written wins over
+    any that matches only case-folded, so a search for ``liveCD`` shows that word and not
+    the ``LiveCD`` before it.
+    """
+    exact = next(((p, len(t)) for t in terms if (p := content.find(t)) >= 0), None)
     folded = content.casefold()
-    found = [(p, len(t)) for t in terms if (p := folded.find(t.casefold())) >= 0]
+    found = (
+        [exact] if exact else [(p, len(t)) for t in terms if (p := folded.find(t.casefold())) >= 0]
+    )
     if not found:
         return content[: radius * 2] + ("…" if len(content) > radius * 2 else "")
     first, length = min(found)
@@ -120,14 +142,13 @@ class ArchiveSearch:
             return []
         found: dict[int, FoundMessage] = {}
         base = self._base(tenant_id, key).where(self._past(current_session_id))
-        for word in (t for t in terms if is_identifier(t)):
+        for word in verbatim_terms(query):
             for message, current in self.session.execute(
-                base.where(Message.content.contains(word, autoescape=True))
+                base.where(self._holds(word))
                 .order_by(Message.created_at.desc(), Message.id.desc())
-                .limit(limit * 4)
+                .limit(limit)
             ):
-                # SQLite's LIKE ignores ASCII case: verbatim means the exact characters.
-                if word in (message.content or "") and message.id not in found:
+                if message.id not in found:
                     found[message.id] = _found(message, current)
             if len(found) >= limit:
                 return list(found.values())[:limit]
@@ -137,6 +158,12 @@ class ArchiveSearch:
             if len(found) >= limit:
                 break
         return list(found.values())[:limit]
+
+    def _holds(self, word: str) -> ColumnElement[bool]:
+        """Whether a message's text holds ``word``, case included (SQLite's LIKE ignores it)."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            return func.strpos(Message.content, word) > 0
+        return func.instr(Message.content, word) > 0
 
     def _ranked(
         self, base: Select[Message, bool], terms: list[str], limit: int

@@ -6,7 +6,13 @@ import json
 from typing import Any
 
 from agent_core.db.engine import transaction
-from agent_core.sessions.archive_search import ArchiveSearch, FoundMessage, query_terms, snippet
+from agent_core.sessions.archive_search import (
+    ArchiveSearch,
+    FoundMessage,
+    query_terms,
+    snippet,
+    verbatim_terms,
+)
 from agent_core.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from agent_core.tools.text import storable_text
 
@@ -60,7 +66,7 @@ class SessionSearchTool(Tool):
                 query=query,
                 limit=int(arguments.get("limit", 5)),
             )
-        terms = query_terms(query)
+        terms = [*verbatim_terms(query), *query_terms(query)]
         results = [
             {
                 "message_id": f.message_id,

@@ -69,6 +69,23 @@ def test_exact_identifiers_are_found_verbatim(history: dict[str, object], identi
     assert identifier in str(results[0]["snippet"])
 
 
+@pytest.mark.parametrize("query", ["liveCD", "was liveCD mentioned?"])
+def test_a_mixed_case_identifier_is_found_as_written_among_its_case_variants(
+    factory: sessionmaker[Session], query: str
+) -> None:
+    """The #ubuntu logs say livecd 261 times, LiveCD 127 and liveCD 56: one is asked for."""
+    chat = make_chat(factory, "help", group=True)
+    chat.say("boot the ubuntu liveCD and run gparted from there", "ann")
+    for n in range(30):
+        chat.say(f"the livecd hangs at boot, try LiveCD {n} LIVECD again", "bob")
+    chat.say("now", "ann")
+    chat.archive_all()
+    chat.say("what did ann boot?", "cid")
+    results = search(chat, query)
+    assert results
+    assert "boot the ubuntu liveCD" in str(results[0]["snippet"])
+
+
 def test_never_another_chats_or_tenants_words(history: dict[str, object]) -> None:
     ops = history["ops"]
     assert isinstance(ops, Chat)

@@ -1,4 +1,4 @@
-"""session_search snippets: the identifier searched for comes back whole."""
+"""session_search snippets: the identifier searched for comes back whole, as written."""
 
 from __future__ import annotations
 
@@ -22,3 +22,14 @@ def test_the_text_around_the_term_is_kept_and_cut():
     assert found.endswith("…")
     assert "needle" in found
     assert len(found) <= 2 * SNIPPET_RADIUS + len("needle") + 2
+
+
+def test_the_term_as_written_wins_over_an_earlier_case_variant():
+    content = "LiveCD " + "x" * 400 + " then the liveCD booted"
+    assert "the liveCD booted" in snippet(content, ["liveCD"])
+    assert snippet("only LIVECD here", ["liveCD"]).startswith("only LIVECD")
+
+
+def test_the_first_term_asked_for_wins_when_several_are_there_as_written():
+    content = "boot " + "x" * 400 + " liveCD"
+    assert "liveCD" in snippet(content, ["liveCD", "boot"])
