@@ -24,18 +24,50 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
     if connection.dialect.name == "postgresql":
         # Hubbub's connections skip the WAL flush by default; schema changes wait for it.
         connection.exec_driver_sql("SET synchronous_commit TO ON")
         connection.commit()
+    if sqlite:
+        _sqlite_foreign_keys(connection, on=False)
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=sqlite,
         compare_type=True,
     )
-    with context.begin_transaction():
-        context.run_migrations()
+    try:
+        with context.begin_transaction():
+            context.run_migrations()
+            if sqlite:
+                _check_foreign_keys(connection)
+    finally:
+        if sqlite:
+            _sqlite_foreign_keys(connection, on=True)
+
+
+def _sqlite_foreign_keys(connection: Connection, *, on: bool) -> None:
+    """Switch SQLite's foreign-key enforcement for a batch migration, as SQLite prescribes.
+
+    A batch migration rebuilds a table (copy, drop, rename); with enforcement on, dropping a
+    table other rows point at fails ("database table is locked" once messages exist). The
+    pragma is a no-op inside a transaction, so it goes to the driver's connection between
+    transactions.
+    """
+    if connection.in_transaction():
+        connection.commit()
+    raw = connection.connection.dbapi_connection
+    assert raw is not None
+    raw.execute(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
+
+
+def _check_foreign_keys(connection: Connection) -> None:
+    """Refuse to commit a migration that left a row pointing at nothing."""
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+    if broken:
+        tables = sorted({str(row[0]) for row in broken})
+        raise RuntimeError(f"the migration broke foreign keys in: {', '.join(tables)}")
 
 
 def run_migrations_online() -> None:
