@@ -71,13 +71,17 @@ def is_identifier(word: str) -> bool:
 
 
 def verbatim_terms(query: str) -> list[str]:
-    """What of a query is matched character for character, in the query's order.
+    """What of a query is matched character for character, most wanted first.
 
-    The identifiers the summary's ledger would extract (so ``liveCD`` or ``macOS``, which a
-    word-level test cannot tell from prose), then any other word with punctuation, digits
-    or underscores (``deploy*`` is still looked for as written).
+    A query of several words as a whole (the ledger carries code spans such as
+    ``ls /media``, and a phrase said exactly is the best hit), then the identifiers the
+    ledger would extract (so ``liveCD`` or ``macOS``, which a word-level test cannot tell
+    from prose), then any other word with punctuation, digits or underscores (``deploy*``
+    is still looked for as written).
     """
-    found = [value for _kind, value in find_identifiers(query)]
+    phrase = " ".join(query.split())
+    found = [phrase] if " " in phrase else []
+    found += [value for _kind, value in find_identifiers(query)]
     found += [w for w in query_terms(query) if is_identifier(w)]
     return list(dict.fromkeys(found))[:MAX_TERMS]
 

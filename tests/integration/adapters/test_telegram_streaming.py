@@ -171,6 +171,7 @@ def test_a_worker_killed_mid_stream_ends_with_one_message(
         what="the first edit",
     )
     victim.kill()
+    fake_llm.stream_tokens_per_second = 80  # the heir's call only has to finish
     heir = start_worker(env, concurrency=1)
     processes.append(heir)
 

@@ -86,6 +86,21 @@ def test_a_mixed_case_identifier_is_found_as_written_among_its_case_variants(
     assert "boot the ubuntu liveCD" in str(results[0]["snippet"])
 
 
+def test_a_phrase_asked_for_is_found_as_written_before_its_words(
+    factory: sessionmaker[Session],
+) -> None:
+    """The ledger carries code spans such as ``ls /media``: asking for one finds it."""
+    chat = make_chat(factory, "help", group=True)
+    chat.say("what does `ls /media` show?", "ann")
+    for n in range(10):
+        chat.say(f"mount it under /media/disk{n} first, then ls it", "bob")
+    chat.archive_all()
+    chat.say("now", "cid")
+    for query in ("ls /media", "`ls /media`"):
+        results = search(chat, query)
+        assert "`ls /media` show" in str(results[0]["snippet"]), query
+
+
 def test_never_another_chats_or_tenants_words(history: dict[str, object]) -> None:
     ops = history["ops"]
     assert isinstance(ops, Chat)
