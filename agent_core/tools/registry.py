@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
@@ -42,6 +43,25 @@ def bot_tool_patterns(bot_settings: dict[str, Any] | None) -> frozenset[str] | N
 def is_allowed(name: str, patterns: frozenset[str] | None) -> bool:
     """Whether a tool name passes an allow-list of names and ``fnmatch`` patterns."""
     return patterns is None or any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
+VALIDATOR_CACHE_SIZE = 1024
+
+
+@lru_cache(maxsize=VALIDATOR_CACHE_SIZE)
+def _validator(schema_json: str) -> Validator | None:
+    """The compiled validator of a tool schema (its canonical JSON), ``None`` if invalid.
+
+    Checking a schema against its metaschema costs more than validating the arguments;
+    registries are built per turn, so the compiled form is kept for the process.
+    """
+    schema = json.loads(schema_json)
+    cls = validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError:
+        return None
+    return cls(schema)
 
 
 class ToolRegistry:
@@ -217,15 +237,11 @@ class ToolRegistry:
 
     def _schema_problem(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
         if tool.name not in self._validators:
-            schema = dict(tool.parameters)
-            try:
-                cls = validator_for(schema, default=Draft202012Validator)
-                cls.check_schema(schema)
-                self._validators[tool.name] = cls(schema)
-            except SchemaError:
+            key = json.dumps(tool.parameters, sort_keys=True, default=str)
+            self._validators[tool.name] = _validator(key)
+            if self._validators[tool.name] is None:
                 # A server's broken schema: leave validation to the server.
                 log.warning("tool schema is not valid JSON Schema", extra={"tool": tool.name})
-                self._validators[tool.name] = None
         validator = self._validators[tool.name]
         if validator is None:
             return None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from agent_core.config import ToolSettings
 from agent_core.tools.base import ToolContext, ToolOutput
@@ -147,3 +149,30 @@ class TestExecute:
             ("c1", "echo", False),
             ("c2", "nope", True),
         ]
+
+    def test_a_schema_that_is_not_json_schema_leaves_checking_to_the_tool(
+        self, ctx: ToolContext, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        echo = Echo()
+        echo.parameters = {"type": "object", "properties": {"text": {"type": 12}}}
+        out = registry(echo).execute(call("echo", {"text": "as sent"}), ctx)
+        assert (out.content, out.is_error) == ("as sent", False)
+        assert "tool schema is not valid JSON Schema" in caplog.text
+
+    def test_a_schema_is_checked_once_for_every_turn_that_offers_it(
+        self, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        checked = []
+        original = Draft202012Validator.check_schema.__func__
+
+        def counting(cls, schema):
+            checked.append(schema)
+            return original(cls, schema)
+
+        monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(counting))
+        echo = Echo()
+        echo.parameters = {**Echo.parameters, "description": f"only this run's {uuid.uuid4()}"}
+        for text in ("one", "two", "three"):  # a fresh registry each turn
+            assert registry(echo).execute(call("echo", {"text": text}), ctx).content == text
+        assert len(checked) == 1
+        assert registry(echo).execute(call("echo", {"times": 1}), ctx).is_error
