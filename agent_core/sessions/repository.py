@@ -120,6 +120,26 @@ _STORED_COPY = select(MESSAGES.c.id, MESSAGES.c.session_id).where(
     MESSAGES.c.bot_id == param("bot", MESSAGES.c.bot_id),
     MESSAGES.c.platform_message_id == param("platform_id", MESSAGES.c.platform_message_id),
 )
+_EARLIER = aliased(Message)
+_TURN_START = (
+    select(
+        Message,
+        ChatSession,
+        Bot.settings,
+        Tenant,
+        exists().where(Budget.tenant_id == ChatSession.tenant_id),
+        exists().where(TenantMcpServer.tenant_id == ChatSession.tenant_id),
+        exists().where(
+            _EARLIER.session_id == Message.session_id,
+            _EARLIER.anchor_seq == Message.anchor_seq,
+            _EARLIER.role == "assistant",
+        ),
+    )
+    .join(ChatSession, ChatSession.id == Message.session_id)
+    .outerjoin(Bot, Bot.id == ChatSession.bot_id)
+    .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
+    .where(Message.id == param("mid", MESSAGES.c.id), ChatSession.id == param("sid", SESSIONS.c.id))
+)
 """The statements every message and turn runs, built once (see ``agent_core.db.tables``)."""
 
 
@@ -241,26 +261,7 @@ class SessionRepository:
         those tables (the registry needs the bot's allow-list, the compressor the
         tenant's settings: the tenant row is in the unit of work, ``db.get`` is free).
         """
-        earlier = aliased(Message)
-        row = self.session.execute(
-            select(
-                Message,
-                ChatSession,
-                Bot.settings,
-                Tenant,
-                exists().where(Budget.tenant_id == ChatSession.tenant_id),
-                exists().where(TenantMcpServer.tenant_id == ChatSession.tenant_id),
-                exists().where(
-                    earlier.session_id == Message.session_id,
-                    earlier.anchor_seq == Message.anchor_seq,
-                    earlier.role == "assistant",
-                ),
-            )
-            .join(ChatSession, ChatSession.id == Message.session_id)
-            .outerjoin(Bot, Bot.id == ChatSession.bot_id)
-            .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
-            .where(Message.id == message_id, ChatSession.id == session_id)
-        ).first()
+        row = self.session.execute(_TURN_START, {"mid": message_id, "sid": session_id}).first()
         if row is None:
             return None
         return TurnStart(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]))

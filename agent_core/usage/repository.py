@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Row, Table, case, delete, func, select
@@ -51,11 +52,22 @@ class Reserved:
     cost_usd: float = 0.0
 
 
+@cache
+def _insert_or_nothing(dialect: str, table: Table) -> Any:
+    """``INSERT … ON CONFLICT DO NOTHING RETURNING id``, built once per dialect and table.
+
+    RETURNING, not rowcount: psycopg reports no rowcount for this statement. The values
+    come as parameters, so the statement is not rebuilt (and its cache key not recomputed)
+    for every model call a turn charges.
+    """
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(table).on_conflict_do_nothing().returning(table.c.id)
+
+
 def _insert_ignoring_conflict(db: Session, table: Table, values: dict[str, Any]) -> bool:
     """Insert a row unless a unique key already has it; whether it was inserted."""
-    statement = _insert(db)(table).values(**values).on_conflict_do_nothing()
-    # RETURNING, not rowcount: psycopg reports no rowcount for this statement.
-    return db.execute(statement.returning(table.c.id)).first() is not None
+    statement = _insert_or_nothing(db.get_bind().dialect.name, table)
+    return db.execute(statement, values).first() is not None
 
 
 _SUMS = (
