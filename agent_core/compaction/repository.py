@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from agent_core.db.matching import holds_exactly
 from agent_core.db.models import Compaction, Message, MessageKind
 
 
@@ -114,26 +115,20 @@ class CompactionRepository:
         return list(self.session.scalars(query.order_by(Message.anchor_seq, Message.seq)))
 
     def search_archive(self, session_id: str, text: str, *, limit: int = 50) -> list[Message]:
-        """Archived messages containing ``text`` exactly (case-sensitive), newest first.
-
-        SQLite's ``LIKE`` ignores ASCII case, so candidates are checked again here.
-        """
-        candidates = self.session.scalars(
-            select(Message)
-            .where(
-                Message.session_id == session_id,
-                Message.archived.is_(True),
-                Message.content.contains(text, autoescape=True),
+        """Archived messages containing ``text`` exactly (case included), newest first."""
+        dialect = self.session.get_bind().dialect.name
+        return list(
+            self.session.scalars(
+                select(Message)
+                .where(
+                    Message.session_id == session_id,
+                    Message.archived.is_(True),
+                    holds_exactly(Message.content, text, dialect),
+                )
+                .order_by(Message.anchor_seq.desc(), Message.seq.desc())
+                .limit(limit)
             )
-            .order_by(Message.anchor_seq.desc(), Message.seq.desc())
         )
-        found: list[Message] = []
-        for message in candidates:
-            if text in (message.content or ""):
-                found.append(message)
-                if len(found) == limit:
-                    break
-        return found
 
     def recount(self, session_id: str) -> tuple[int, int]:
         """Exact (tokens, messages) of the session's active chat transcript."""

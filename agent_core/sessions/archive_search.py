@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from agent_core.context.identifiers import find_identifiers
+from agent_core.db.matching import holds_exactly
 from agent_core.db.models import ChatSession, Message, MessageKind
 
 MAX_TERMS = 16
@@ -112,6 +113,7 @@ class ArchiveSearch:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self._dialect = session.get_bind().dialect.name
 
     @classmethod
     def from_session(cls, session: Session) -> ArchiveSearch:
@@ -148,7 +150,7 @@ class ArchiveSearch:
         base = self._base(tenant_id, key).where(self._past(current_session_id))
         for word in verbatim_terms(query):
             for message, current in self.session.execute(
-                base.where(self._holds(word))
+                base.where(holds_exactly(Message.content, word, self._dialect))
                 .order_by(Message.created_at.desc(), Message.id.desc())
                 .limit(limit)
             ):
@@ -163,17 +165,11 @@ class ArchiveSearch:
                 break
         return list(found.values())[:limit]
 
-    def _holds(self, word: str) -> ColumnElement[bool]:
-        """Whether a message's text holds ``word``, case included (SQLite's LIKE ignores it)."""
-        if self.session.get_bind().dialect.name == "postgresql":
-            return func.strpos(Message.content, word) > 0
-        return func.instr(Message.content, word) > 0
-
     def _ranked(
         self, base: Select[Message, bool], terms: list[str], limit: int
     ) -> Select[Message, bool]:
         """``base`` narrowed to full-text matches of any term, best first."""
-        if self.session.get_bind().dialect.name == "postgresql":
+        if self._dialect == "postgresql":
             parts = [
                 func.phraseto_tsquery(_PG_CONFIG, bindparam(f"term_{i}", term))
                 for i, term in enumerate(terms)

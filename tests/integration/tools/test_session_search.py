@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent_core.compaction.repository import CompactionRepository
 from agent_core.db.engine import create_db_engine, transaction
 from agent_core.sessions.archive_search import ArchiveSearch
 from tests.integration.tools.helpers import Chat, call, make_chat, tools
@@ -84,6 +85,27 @@ def test_a_mixed_case_identifier_is_found_as_written_among_its_case_variants(
     results = search(chat, query)
     assert results
     assert "boot the ubuntu liveCD" in str(results[0]["snippet"])
+
+
+def test_the_operators_archive_search_matches_case_and_pages_in_the_database(
+    factory: sessionmaker[Session],
+) -> None:
+    """``hubbub sessions show --grep`` and the admin API: exact characters, newest first."""
+    chat = make_chat(factory, "help", group=True)
+    chat.say("boot the liveCD first", "ann")
+    for n in range(5):
+        chat.say(f"the LiveCD {n} or the livecd", "bob")
+    chat.say("liveCD again, and 100%_done", "cid")
+    chat.archive_all()
+    session_id = chat.session().id
+    with transaction(factory) as db:
+        repo = CompactionRepository.from_session(db)
+        found = [m.content for m in repo.search_archive(session_id, "liveCD")]
+        assert found == ["liveCD again, and 100%_done", "boot the liveCD first"]
+        assert [m.content for m in repo.search_archive(session_id, "liveCD", limit=1)] == [
+            "liveCD again, and 100%_done"
+        ]
+        assert len(repo.search_archive(session_id, "%_")) == 1
 
 
 def test_a_phrase_asked_for_is_found_as_written_before_its_words(
