@@ -77,7 +77,6 @@ from agent_core.db.models import ChatSession, Compaction, Message, OutboxEntry, 
 from agent_core.errors import InvalidInput
 from agent_core.sessions import lock
 from agent_core.tokens import TokenCounter
-from agent_core.tools.base import ToolContext
 from agent_core.tools.builtins.search import SessionSearchTool
 from bench.machine import machine, speed_probe_ms
 from gateway.app import build_runtime
@@ -965,16 +964,8 @@ def search_every_identifier(
     with read_transaction(runtime.factory) as db:
         row = db.get(ChatSession, session_id)
         assert row is not None
-        ctx = ToolContext(
-            factory=runtime.factory,
-            tenant_id=row.tenant_id,
-            bot_id=row.bot_id,
-            session_id=row.id,
-            conversation_key=row.key,
-            platform=row.platform,
-            chat_id=row.chat_id,
-            chat_type=row.chat_type,
-            user_id="prober",
+        ctx = runtime.tools.context(
+            runtime.factory, row, user_id="prober", context_length=CONTEXT_LENGTH
         )
     tool = SessionSearchTool()
     lost: list[str] = []

@@ -39,7 +39,7 @@ from agent_core.db.models import ChatSession, Message, MessageKind
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.sessions import lock
-from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.repository import DrainStart, SessionRepository
 from agent_core.sessions.service import record_reply
 from agent_core.tenancy.settings import TenantDefaults, effective_busy_mode, model_choice
 from workers import metrics
@@ -169,8 +169,11 @@ class TurnRunner:
             with transaction(self._factory, durable=False) as db:
                 if not lock.try_acquire(db, session_id, lock.TURN, owner, lease):
                     return processed
-                mode = self._busy_mode(db, session_id)
-                batch = SessionRepository.from_session(db).waiting(session_id, limit=PENDING_BATCH)
+                start = SessionRepository.from_session(db).drain_start(
+                    session_id, limit=PENDING_BATCH
+                )
+                mode = self._busy_mode(start)
+                batch = start.waiting if start is not None else []
             try:
                 with lock.LeaseKeeper(self._factory, session_id, lock.TURN, owner, lease):
                     processed += self._run_batches(session_id, mode, batch)
@@ -185,10 +188,9 @@ class TurnRunner:
                     self.dispatcher.kick_session(session_id)
                 return processed
 
-    def _busy_mode(self, db: Session, session_id: str) -> BusyMode:
+    def _busy_mode(self, start: DrainStart | None) -> BusyMode:
         """The session's bot's busy mode, else its tenant's, else the deployment's."""
-        found = SessionRepository.from_session(db).busy_settings(session_id)
-        own, tenant = found if found is not None else (None, {})
+        own, tenant = (start.own_busy_mode, start.tenant_settings) if start else (None, {})
         return effective_busy_mode(own, TenantDefaults.from_json(tenant), self._settings.busy_mode)
 
     def _run_batches(self, session_id: str, mode: BusyMode, batch: list[Waiting]) -> int:

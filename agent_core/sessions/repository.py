@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, case, exists, func, select, update
+from sqlalchemy import ColumnElement, Row, bindparam, case, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from agent_core.busy import Waiting, is_stop
@@ -52,6 +52,15 @@ class TurnStart(NamedTuple):
     """The tenant has MCP servers of its own."""
     answered_before: bool
     """An assistant message is stored in the message's place: an earlier run's rounds."""
+
+
+class DrainStart(NamedTuple):
+    """What a drain starts on, read in one query (:meth:`SessionRepository.drain_start`)."""
+
+    waiting: list[Waiting]
+    own_busy_mode: str | None
+    """The bot's own busy mode; ``None`` to inherit."""
+    tenant_settings: dict[str, Any]
 
 
 TRANSCRIPT_COLUMNS = (
@@ -139,6 +148,27 @@ _TURN_START = (
     .outerjoin(Bot, Bot.id == ChatSession.bot_id)
     .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
     .where(Message.id == param("mid", MESSAGES.c.id), ChatSession.id == param("sid", SESSIONS.c.id))
+)
+_DRAIN_START = (
+    select(
+        Bot.busy_mode,
+        Tenant.settings,
+        Message.id,
+        Message.seq,
+        Message.created_at,
+        Message.kind,
+        Message.meta,
+    )
+    .select_from(ChatSession)
+    .outerjoin(Bot, Bot.id == ChatSession.bot_id)
+    .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
+    .outerjoin(
+        Message,
+        (Message.session_id == ChatSession.id) & (Message.turn_state == TurnState.PENDING),
+    )
+    .where(ChatSession.id == param("sid", SESSIONS.c.id))
+    .order_by(Message.seq)
+    .limit(bindparam("batch"))
 )
 """The statements every message and turn runs, built once (see ``agent_core.db.tables``)."""
 
@@ -296,27 +326,22 @@ class SessionRepository:
         if after_seq is not None:
             query = query.where(Message.seq > after_seq)
         rows = self.session.execute(query.order_by(Message.seq).limit(limit)).all()
-        return [
-            Waiting(
-                id=row.id,
-                seq=row.seq,
-                arrived=row.created_at,
-                mergeable=row.kind == MessageKind.CHAT and not (row.meta or {}).get("rate_limited"),
-                stop=is_stop(row.kind == MessageKind.COMMAND, row.meta),
-            )
-            for row in rows
-        ]
+        return [_waiting(row) for row in rows]
 
-    def busy_settings(self, session_id: str) -> tuple[str | None, dict[str, Any]] | None:
-        """The session's bot's own busy mode and its tenant's settings (one query)."""
-        row = self.session.execute(
-            select(Bot.busy_mode, Tenant.settings)
-            .select_from(ChatSession)
-            .join(Bot, Bot.id == ChatSession.bot_id)
-            .join(Tenant, Tenant.id == ChatSession.tenant_id)
-            .where(ChatSession.id == session_id)
-        ).first()
-        return (row[0], row[1] or {}) if row is not None else None
+    def drain_start(self, session_id: str, *, limit: int) -> DrainStart | None:
+        """The oldest messages waiting for a turn, with the busy settings that plan them.
+
+        One query: the session's bot's own busy mode and its tenant's settings ride on the
+        waiting rows (on one row of nulls when nothing waits). ``None`` for no such session.
+        """
+        rows = self.session.execute(_DRAIN_START, {"sid": session_id, "batch": limit}).all()
+        if not rows:
+            return None
+        return DrainStart(
+            [_waiting(row) for row in rows if row.id is not None],
+            rows[0].busy_mode,
+            rows[0].settings or {},
+        )
 
     def close_unanswered(self, message_id: int, meta: Mapping[str, Any]) -> bool:
         """Close a waiting message's turn without a reply of its own, noting why in its meta.
@@ -541,3 +566,14 @@ class SessionRepository:
             .distinct()
         )
         return list(self.session.scalars(query))
+
+
+def _waiting(row: Row[Any]) -> Waiting:
+    """A waiting message's row (id, seq, created_at, kind, meta) as busy modes see it."""
+    return Waiting(
+        id=row.id,
+        seq=row.seq,
+        arrived=row.created_at,
+        mergeable=row.kind == MessageKind.CHAT and not (row.meta or {}).get("rate_limited"),
+        stop=is_stop(row.kind == MessageKind.COMMAND, row.meta),
+    )
