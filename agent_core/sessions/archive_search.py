@@ -95,10 +95,11 @@ def snippet(content: str, terms: Sequence[str], radius: int = SNIPPET_RADIUS) ->
     the ``LiveCD`` before it.
     """
     exact = next(((p, len(t)) for t in terms if (p := content.find(t)) >= 0), None)
-    folded = content.casefold()
-    found = (
-        [exact] if exact else [(p, len(t)) for t in terms if (p := folded.find(t.casefold())) >= 0]
-    )
+    if exact is not None:
+        found = [exact]
+    else:
+        folded = content.casefold()
+        found = [(p, len(t)) for t in terms if (p := folded.find(t.casefold())) >= 0]
     if not found:
         return content[: radius * 2] + ("…" if len(content) > radius * 2 else "")
     first, length = min(found)

@@ -41,7 +41,11 @@ class Totals:
 
 def _insert(db: Session) -> Any:
     """The dialect's ``INSERT`` (both have ``ON CONFLICT``)."""
-    return postgresql.insert if db.get_bind().dialect.name == "postgresql" else sqlite.insert
+    return _dialect_insert(db.get_bind().dialect.name)
+
+
+def _dialect_insert(dialect: str) -> Any:
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +64,7 @@ def _insert_or_nothing(dialect: str, table: Table) -> Any:
     come as parameters, so the statement is not rebuilt (and its cache key not recomputed)
     for every model call a turn charges.
     """
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return insert(table).on_conflict_do_nothing().returning(table.c.id)
+    return _dialect_insert(dialect)(table).on_conflict_do_nothing().returning(table.c.id)
 
 
 def _insert_ignoring_conflict(db: Session, table: Table, values: dict[str, Any]) -> bool:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.busy import STOP_COMMAND
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.engine import transaction
 from agent_core.db.models import Bot, Tenant
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import Conversation, IncomingMessage, record_incoming
@@ -18,13 +16,6 @@ from agent_core.tokens import TokenCounter
 pytestmark = pytest.mark.integration
 
 COUNTER = TokenCounter("cl100k_base")
-
-
-@pytest.fixture
-def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = create_db_engine(db_url)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def test_the_waiting_messages_come_in_order_with_the_bot_s_and_tenant_s_busy_settings(

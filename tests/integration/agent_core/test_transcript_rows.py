@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.compaction.service import build_transcript
 from agent_core.context.markers import summary_message
-from agent_core.db.engine import create_db_engine, make_session_factory, transaction
+from agent_core.db.engine import transaction
 from agent_core.db.models import Message, MessageKind, TurnState
 from agent_core.sessions.repository import SessionRepository
 from agent_core.sessions.service import (
@@ -25,13 +23,6 @@ from agent_core.tokens import TokenCounter
 pytestmark = pytest.mark.integration
 
 COUNTER = TokenCounter("cl100k_base")
-
-
-@pytest.fixture
-def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = create_db_engine(db_url)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def test_group_thread_with_tools_and_summary_reads_back_in_order(
