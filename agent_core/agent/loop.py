@@ -667,14 +667,15 @@ class Agent:
         return lock.busy(self._services.factory, self.request.session_id, lock.COMPACTION)
 
     def _run_tools(self, loop: _Loop, tools: _Tools, result: ChatResult) -> TurnOutcome | None:
-        """Run one response's tool calls and store the exchange (durable at once).
+        """Run one response's tool calls and store the exchange.
 
         The calls are journaled before the first one runs, so a run of this turn after a
         crash resumes them instead of asking the model again (:mod:`agent_core.tools.journal`).
         That transaction is also a safe point: a stopped turn's tools do not run (its
         call is charged); the outcome to stop with is returned. A round of repeatable
         calls only (reads) is not journaled: a run after a crash asks the model again, and
-        a stop is seen as the round is stored, before the next call.
+        a stop is seen as the round is stored, before the next call. Its storage is not
+        waited to disk either, for the same reason.
         """
         calls = [dict(call) for call in result.tool_calls or ()]
         if all(tools.registry.repeatable(call) for call in calls):
@@ -721,7 +722,11 @@ class Agent:
         ]
         assert self._started is not None
         trigger, chat_session = self._started  # as read at the start: only their ids are used
-        with transaction(services.factory) as db:
+        # A round of repeatable calls is not waited to disk: if a database crash loses it,
+        # the turn runs again and so do its reads; the durable commits after it (the
+        # delivery claim) flush it first. A journaled round carries its last call's result,
+        # which must never be lost: that one waits.
+        with transaction(services.factory, durable=journaled) as db:
             store = DatabaseResultStore(
                 db, tenant_id=chat_session.tenant_id, session_id=chat_session.id
             )

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from agent_core import notices
 from agent_core.agent import Agent, TurnEnd, TurnRequest
 from agent_core.agent.steer import MARKER_CLOSE, MARKER_OPEN
-from agent_core.db.engine import transaction
+from agent_core.db.engine import create_db_engine, make_session_factory, transaction
 from agent_core.db.models import ChatSession, MemoryEntry, Message, MessageKind, TurnState
 from agent_core.llm.model import ChatResult, Usage
 from agent_core.sessions.service import IncomingMessage, record_incoming
@@ -228,6 +228,27 @@ def test_a_round_of_reads_only_is_stored_once_without_a_journal(factory):
     assert set(stored_round) == {2}
     assert log.at(WAITING) == [], "the round's numbers show no /stop: nothing to look at"
     assert [r.role for r in stored(h)] == ["user", "assistant", "tool"]
+
+
+DURABLE = r"^SET LOCAL synchronous_commit TO ON"
+
+
+def test_only_a_round_with_a_journal_waits_for_the_disk(postgres_url):
+    """A lost round of reads is run again; a side effect's last result must not be lost."""
+    engine = create_db_engine(postgres_url)
+    try:
+        factory = make_session_factory(engine)
+        reads = _asks_the_time(factory)
+        _, log = _run_logged(reads, reads.say("what time is it?"))
+        assert log.at(r"^INSERT INTO messages")
+        assert log.at(DURABLE) == []
+        remember = tool_call("memory", {"action": "add", "content": "builds run on host7"}, "m1")
+        writes = Harness(factory, tools=True, replies=[calls(remember), "Noted."])
+        _, log = _run_logged(writes, writes.say("note the build host"))
+        (stored_round,) = set(log.at(r"^INSERT INTO messages"))
+        assert stored_round in log.at(DURABLE)
+    finally:
+        engine.dispose()
 
 
 def test_a_stop_sent_while_a_round_of_reads_runs_ends_the_turn_before_the_next_call(

@@ -9,6 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from agent_core.config import ToolSettings
+from agent_core.tokens import TokenCounter
 from agent_core.tools.base import ToolContext, ToolOutput
 from agent_core.tools.builtins import BUILTIN_NAMES
 from agent_core.tools.mcp.spec import McpServerSpec
@@ -85,6 +86,24 @@ class TestOffered:
         reg = registry(Echo())
         text = json.dumps(reg.openai_tools(), separators=(",", ":"))
         assert reg.schema_tokens() == -(-len(text) // 4)
+
+    def test_an_exact_listing_is_counted_once_for_every_turn_that_offers_it(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        counted: list[str] = []
+        original = TokenCounter.count_text
+
+        def counting(self: TokenCounter, text: str) -> int:
+            counted.append(text)
+            return original(self, text)
+
+        monkeypatch.setattr(TokenCounter, "count_text", counting)
+        echo = Echo()
+        echo.description = f"only this run's {uuid.uuid4()}"
+        sizes = [registry(echo, counter=TokenCounter()).schema_tokens() for _ in range(3)]
+        listing = json.dumps(registry(echo).openai_tools(), separators=(",", ":"))
+        assert sizes == [original(TokenCounter(), listing)] * 3
+        assert counted.count(listing) == 1, "a fresh registry each turn, one count"
 
 
 class TestExecute:
