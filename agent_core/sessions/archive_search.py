@@ -3,7 +3,8 @@
 The search never leaves one conversation key (tenant, bot, platform, chat, thread), so it
 cannot surface another chat's or tenant's words. Postgres matches an expression GIN index
 on ``to_tsvector('simple', ...)``; SQLite an FTS5 external-content table kept in sync by
-triggers (both created by migration ``0008_g_tools``). Words that look like identifiers
+triggers (both created by migration ``0008_g_tools``; since ``0023_y_search_what_was_said``
+both hold user and assistant messages only, all that is searched). Words that look like identifiers
 (``0x7ffd3a2c``, ``build/x.tar.gz``, ``ERR-4411``, ``liveCD``) are also matched verbatim,
 case included, because the tokenizers split, mangle or case-fold them, and such hits rank
 first: in a chat that says ``livecd`` hundreds of times, ``liveCD`` is a different word.
@@ -24,6 +25,7 @@ from sqlalchemy import (
     bindparam,
     column,
     func,
+    literal,
     literal_column,
     or_,
     select,
@@ -43,6 +45,11 @@ _PG_VECTOR: ColumnElement[Any] = literal_column(
 )
 """Exactly the indexed expression: anything else makes Postgres scan the table."""
 _PG_CONFIG: ColumnElement[Any] = literal_column("'simple'::regconfig")
+SAID: ColumnElement[bool] = Message.role.in_(
+    [literal(role, literal_execute=True) for role in ("user", "assistant")]
+)
+"""What people and the bot said: all that is searched, and all that the index holds (its
+predicate, which Postgres matches only against literal values, even in a generic plan)."""
 _FTS5: ColumnElement[Any] = literal_column("messages_fts")
 _FTS5_TABLE = table("messages_fts", column("rowid"))
 
@@ -130,7 +137,7 @@ class ArchiveSearch:
                 ChatSession.key == key,
                 Message.kind == MessageKind.CHAT,
                 Message.deleted.is_(False),
-                Message.role.in_(("user", "assistant")),
+                SAID,
                 Message.content.is_not(None),
             )
         )

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text, true
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_core.compaction.repository import CompactionRepository
 from agent_core.db.engine import create_db_engine, transaction
-from agent_core.sessions.archive_search import ArchiveSearch
+from agent_core.db.models import Message
+from agent_core.sessions.archive_search import SAID, ArchiveSearch
 from tests.integration.tools.helpers import Chat, call, make_chat, tools
 
 pytestmark = pytest.mark.integration
@@ -193,20 +195,27 @@ def test_sqlite_search_triggers_exist_at_head(sqlite_url: str) -> None:
     assert {"messages_fts_ai", "messages_fts_ad", "messages_fts_au"} <= names
 
 
-def test_postgres_search_repeats_the_indexed_expression(postgres_url: str) -> None:
-    """Postgres uses an expression index only for that exact expression."""
+def test_postgres_search_uses_its_partial_index_in_a_generic_plan(postgres_url: str) -> None:
+    """Postgres uses the expression index only for that exact expression, and the partial
+    index only where it can prove the predicate: from literal roles, so the generic plan of
+    a prepared statement (psycopg prepares a query run five times) uses it too."""
     engine = create_db_engine(postgres_url)
-    with Session(engine) as db:
-        search = ArchiveSearch.from_session(db)
-        statement = search._ranked(
-            search._base("default", "k").where(search._past("s")), ["deploy", "ERR-4411"], 10
-        )
-        sql = str(statement.compile(engine, compile_kwargs={"literal_binds": True}))
-        plan = "\n".join(str(row[0]) for row in db.execute(text(f"EXPLAIN {sql}")))
-        (indexed,) = db.execute(
-            text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_messages_content_fts'")
-        ).scalars()
-    engine.dispose()
-    expression = indexed.split("USING gin (", 1)[1][:-1]
-    assert expression == "to_tsvector('simple'::regconfig, COALESCE(content, ''::text))"
-    assert expression in plan
+    try:
+        with Session(engine) as db:
+            search = ArchiveSearch.from_session(db)
+            ranked = search._ranked(select(Message, true()).where(SAID), ["deploy", "ERR-4411"], 10)
+            compiled = ranked.compile(engine, compile_kwargs={"render_postcompile": True})
+            names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", str(compiled))))
+            generic = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m[1]) + 1}", str(compiled))
+            cursor = db.connection().connection.cursor()
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            values = [compiled.params[name] for name in names]
+            types = ", ".join("bigint" if isinstance(v, int) else "text" for v in values)
+            cursor.execute(f"PREPARE ranked ({types}) AS {generic}")
+            literals = ", ".join(str(v) if isinstance(v, int) else "'" + v + "'" for v in values)
+            cursor.execute(f"EXPLAIN EXECUTE ranked({literals})")
+            plan = "\n".join(str(row[0]) for row in cursor.fetchall())
+    finally:
+        engine.dispose()
+    assert "ix_messages_content_fts" in plan, plan
