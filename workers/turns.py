@@ -35,7 +35,7 @@ from agent_core.compaction.triggers import Trigger
 from agent_core.config import Settings
 from agent_core.db.base import utcnow
 from agent_core.db.engine import read_transaction, transaction
-from agent_core.db.models import ChatSession, Message, MessageKind
+from agent_core.db.models import ChatSession, Message, MessageKind, TurnState
 from agent_core.errors import ConfigError
 from agent_core.llm.model import ChatModel
 from agent_core.sessions import lock
@@ -317,19 +317,22 @@ class TurnRunner:
         """
         # Not waited to disk (see _answer); a lost answer is simply given again.
         with transaction(self._factory, durable=False) as db:
-            repo = SessionRepository.from_session(db)
-            pending = repo.load_turn(message_id)
-            if pending is None:
+            start = SessionRepository.from_session(db).turn_start(message_id)
+            if (
+                start is None
+                or start.tenant is None
+                or start.trigger.turn_state != TurnState.PENDING
+            ):
                 return None, None, None
-            message, chat_session, persona, tenant_settings = pending
+            message, chat_session = start.trigger, start.chat_session
             command = str(message.meta.get("command", "")) if message.kind == "command" else ""
-            tenant = TenantDefaults.from_json(tenant_settings)
+            tenant = TenantDefaults.from_json(start.tenant.settings)
             models = model_choice(tenant, self._settings)
             request = TurnRequest(
                 chat_session.id,
                 message.id,
                 message.anchor_seq,
-                persona,
+                start.tenant.persona,
                 tenant_id=chat_session.tenant_id,
                 instructions=tenant.instructions,
                 tenant=tenant,
@@ -371,6 +374,8 @@ class TurnRunner:
         self._delivery.typing(chat_session)
         if images and self._media is not None:
             self._media.fetch(chat_session.id, images)
+        else:  # nothing of the session was written since: the agent starts on this read
+            request = replace(request, start=start)
         return None, request, None
 
     def _answer(self, request: TurnRequest) -> tuple[int | None, TurnOutcome | None]:

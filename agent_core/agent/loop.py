@@ -255,7 +255,13 @@ class Agent:
         # Not waited to disk: a lost prompt build is simply redone by the next run.
         with transaction(services.factory, durable=False) as db:
             repo = SessionRepository.from_session(db)
-            start = repo.turn_start(request.session_id, request.message_id)
+            start = request.start
+            if start is None:
+                start = repo.turn_start(request.message_id, session_id=request.session_id)
+            else:  # read by the caller: into this unit of work, without a query
+                for row in (start.trigger, start.chat_session, start.tenant):
+                    if row is not None:
+                        db.add(row)
             if start is None:
                 return None
             trigger, chat_session = start.trigger, start.chat_session

@@ -10,6 +10,7 @@ from agent_core.compaction.runner import CompactionReport
 from agent_core.db.models import MessageKind
 from agent_core.errors import ProviderError
 from agent_core.llm.model import TextSink, Usage
+from agent_core.sessions.repository import TurnStart
 from agent_core.tenancy.settings import TenantDefaults
 
 
@@ -59,6 +60,9 @@ class TurnRequest:
     on_text: TextSink | None = None
     """Where the reply's text goes while the model streams it (the worker's draft
     streamer); ``None``: not streamed. The agent itself still delivers nothing."""
+    start: TurnStart | None = None
+    """The turn's first read (:meth:`SessionRepository.turn_start`) when the caller made it
+    and wrote nothing of the session since; ``None``: the agent reads it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,7 @@ def build_transcript(
 ) -> Transcript:
     """The transcript of ``rows`` (active messages in order) with the session's summary.
 
-    Each row holds ``TRANSCRIPT_COLUMNS`` in that order.
+    Each row holds ``TRANSCRIPT_COLUMNS`` in that order (anything after them is ignored).
 
     The summary sits where the earliest archived message sat: after the protected head,
     before everything that came later.
@@ -156,6 +156,7 @@ def build_transcript(
         speaker_id,
         speaker_name,
         token_count,
+        *_,
     ) in rows:
         if summary is not None and (anchor_seq, seq) >= position:
             _append_summary(summary, messages, ids, counts, counter)

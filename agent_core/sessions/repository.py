@@ -130,6 +130,7 @@ _STORED_COPY = select(MESSAGES.c.id, MESSAGES.c.session_id).where(
     MESSAGES.c.platform_message_id == param("platform_id", MESSAGES.c.platform_message_id),
 )
 _EARLIER = aliased(Message)
+
 _TURN_START = (
     select(
         Message,
@@ -147,8 +148,9 @@ _TURN_START = (
     .join(ChatSession, ChatSession.id == Message.session_id)
     .outerjoin(Bot, Bot.id == ChatSession.bot_id)
     .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
-    .where(Message.id == param("mid", MESSAGES.c.id), ChatSession.id == param("sid", SESSIONS.c.id))
+    .where(Message.id == param("mid", MESSAGES.c.id))
 )
+_TURN_START_IN = _TURN_START.where(ChatSession.id == param("sid", SESSIONS.c.id))
 _DRAIN_START = (
     select(
         Bot.busy_mode,
@@ -283,33 +285,23 @@ class SessionRepository:
         ).first()
         return (row[0], row[1]) if row is not None else None
 
-    def turn_start(self, session_id: str, message_id: int) -> TurnStart | None:
+    def turn_start(self, message_id: int, *, session_id: str | None = None) -> TurnStart | None:
         """A message, its session, its bot's settings and its tenant in one query.
 
         Also whether the tenant has budgets or MCP servers of its own and whether a reply
         is already stored in the message's place, so a turn without them reads none of
         those tables (the registry needs the bot's allow-list, the compressor the
         tenant's settings: the tenant row is in the unit of work, ``db.get`` is free).
+        ``session_id``: only if the message is that session's.
         """
-        row = self.session.execute(_TURN_START, {"mid": message_id, "sid": session_id}).first()
+        if session_id is None:
+            row = self.session.execute(_TURN_START, {"mid": message_id}).first()
+        else:
+            params = {"mid": message_id, "sid": session_id}
+            row = self.session.execute(_TURN_START_IN, params).first()
         if row is None:
             return None
         return TurnStart(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]))
-
-    def load_turn(
-        self, message_id: int
-    ) -> tuple[Message, ChatSession, str | None, dict[str, Any]] | None:
-        """A message waiting for its turn, its session, its tenant's persona and settings.
-
-        One query.
-        """
-        row = self.session.execute(
-            select(Message, ChatSession, Tenant.persona, Tenant.settings)
-            .join(ChatSession, ChatSession.id == Message.session_id)
-            .join(Tenant, Tenant.id == ChatSession.tenant_id)
-            .where(Message.id == message_id, Message.turn_state == TurnState.PENDING)
-        ).first()
-        return (row[0], row[1], row[2], row[3] or {}) if row is not None else None
 
     def close_turn(self, message_id: int) -> bool:
         """Mark a pending message answered; ``False`` when another run closed it first."""
@@ -421,7 +413,7 @@ class SessionRepository:
         return sum(1 for calls in self.session.scalars(query) if calls)
 
     def context_rows(
-        self, session_id: str, *, up_to_anchor: int | None = None
+        self, session_id: str, *, up_to_anchor: int | None = None, versioned: bool = False
     ) -> Sequence[Row[Any]]:
         """Active chat messages the model sees, in transcript order, as light rows.
 
@@ -432,8 +424,15 @@ class SessionRepository:
             session_id: the session.
             up_to_anchor: only messages placed at or before this position (a turn sees
                 what arrived before the message it answers, and the replies to it).
+            versioned: each row also ends with the session's ``summary_version`` as this
+                very statement saw it, so a caller can tell whether the session row it
+                holds describes these rows (a compaction may commit between two reads).
         """
-        query = select(*TRANSCRIPT_COLUMNS).where(
+        columns: tuple[Any, ...] = TRANSCRIPT_COLUMNS
+        if versioned:  # one look at the session row (an init plan), not one per row
+            version = select(ChatSession.summary_version).where(ChatSession.id == session_id)
+            columns += (version.scalar_subquery().label("summary_version"),)
+        query = select(*columns).where(
             Message.session_id == session_id,
             Message.archived.is_(False),
             Message.deleted.is_(False),

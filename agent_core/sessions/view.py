@@ -20,6 +20,9 @@ from agent_core.media.repository import MediaRepository
 from agent_core.sessions.repository import SessionRepository
 from agent_core.tokens import TokenCounter
 
+MAX_REREADS = 3
+"""Compactions committing between two reads, in a row, before the view is taken as is."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
@@ -74,7 +77,15 @@ def load_view(
     chat_session = db.get(ChatSession, session_id)
     if chat_session is None:
         return None
-    rows = SessionRepository.from_session(db).context_rows(session_id, up_to_anchor=up_to_anchor)
+    repo = SessionRepository.from_session(db)
+    rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor, versioned=True)
+    for _ in range(MAX_REREADS):
+        # The session row may have been read before a compaction committed (Postgres reads
+        # each statement afresh): its summary would not match the rows that are left.
+        if not rows or rows[0][-1] == chat_session.summary_version:
+            break
+        db.refresh(chat_session)
+        rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor, versioned=True)
     transcript = build_transcript(rows, chat_session, counter)
     if chat_session.has_media:
         transcript = _with_media(db, transcript, session_id, counter, vision=vision)
