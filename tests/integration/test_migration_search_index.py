@@ -6,6 +6,9 @@ reads (``session_search`` and ``recall`` read what people and the bot said).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 import sqlalchemy as sa
 
@@ -20,44 +23,45 @@ BEFORE = "0022_x_session_stop_seq"
 TOOL_OUTPUT = "toolword appears only in the output of a tool"
 
 
-def _add_tool_message(db_url: str) -> int:
-    """A tool result beside the conversation's first message (its session and bot)."""
+@contextmanager
+def _unit(db_url: str) -> Iterator[sa.Connection]:
+    """One transaction on a short-lived engine (migrations run between them)."""
     engine = create_db_engine(db_url)
     try:
         with engine.begin() as conn:
-            return int(
-                conn.execute(
-                    sa.text(
-                        "INSERT INTO messages (session_id, bot_id, seq, anchor_seq, role, kind,"
-                        " content, tool_call_id, turn_state, token_count, archived, deleted, meta)"
-                        " SELECT session_id, bot_id, (SELECT max(m.seq) + 1 FROM messages m),"
-                        " anchor_seq, 'tool', kind, :content, 'c1', 'none', 9, archived, deleted,"
-                        " meta FROM messages"
-                        " ORDER BY id LIMIT 1 RETURNING id"
-                    ),
-                    {"content": TOOL_OUTPUT},
-                ).scalar_one()
-            )
+            yield conn
     finally:
         engine.dispose()
+
+
+def _add_tool_message(db_url: str) -> int:
+    """A tool result beside the conversation's first message (its session and bot)."""
+    with _unit(db_url) as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO messages (session_id, bot_id, seq, anchor_seq, role, kind,"
+                    " content, tool_call_id, turn_state, token_count, archived, deleted, meta)"
+                    " SELECT session_id, bot_id, (SELECT max(m.seq) + 1 FROM messages m),"
+                    " anchor_seq, 'tool', kind, :content, 'c1', 'none', 9, archived, deleted,"
+                    " meta FROM messages"
+                    " ORDER BY id LIMIT 1 RETURNING id"
+                ),
+                {"content": TOOL_OUTPUT},
+            ).scalar_one()
+        )
 
 
 def _fts_rows(db_url: str, word: str) -> list[int]:
     """The messages SQLite's index finds ``word`` in; also checks the index is sound."""
-    engine = create_db_engine(db_url)
-    try:
-        with engine.begin() as conn:
+    with _unit(db_url) as conn:
+        conn.execute(sa.text("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')"))
+        return list(
             conn.execute(
-                sa.text("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
-            )
-            return list(
-                conn.execute(
-                    sa.text("SELECT rowid FROM messages_fts WHERE messages_fts MATCH :word"),
-                    {"word": word},
-                ).scalars()
-            )
-    finally:
-        engine.dispose()
+                sa.text("SELECT rowid FROM messages_fts WHERE messages_fts MATCH :word"),
+                {"word": word},
+            ).scalars()
+        )
 
 
 def test_sqlite_indexes_what_was_said_and_leaves_tool_output_out(sqlite_url: str) -> None:
@@ -74,13 +78,9 @@ def test_sqlite_indexes_what_was_said_and_leaves_tool_output_out(sqlite_url: str
     assert len(_fts_rows(sqlite_url, "upgrade")) == 2
     assert _fts_rows(sqlite_url, "toolword") == []
 
-    engine = create_db_engine(sqlite_url)
-    try:
-        with engine.begin() as conn:  # a row the index never held is deleted cleanly
-            conn.execute(sa.text("DELETE FROM messages WHERE role = 'tool'"))
-            conn.execute(sa.text("UPDATE messages SET content = 'edited hello'"))
-    finally:
-        engine.dispose()
+    with _unit(sqlite_url) as conn:  # a row the index never held is deleted cleanly
+        conn.execute(sa.text("DELETE FROM messages WHERE role = 'tool'"))
+        conn.execute(sa.text("UPDATE messages SET content = 'edited hello'"))
     assert _fts_rows(sqlite_url, "upgrade") == []
     assert len(_fts_rows(sqlite_url, "edited")) == 2
 
@@ -90,19 +90,15 @@ def test_sqlite_indexes_what_was_said_and_leaves_tool_output_out(sqlite_url: str
 
 def test_postgres_indexes_what_was_said_only(postgres_url: str) -> None:
     def definition() -> str:
-        engine = create_db_engine(postgres_url)
-        try:
-            with engine.connect() as conn:
-                return str(
-                    conn.execute(
-                        sa.text(
-                            "SELECT indexdef FROM pg_indexes"
-                            " WHERE indexname = 'ix_messages_content_fts'"
-                        )
-                    ).scalar_one()
-                )
-        finally:
-            engine.dispose()
+        with _unit(postgres_url) as conn:
+            return str(
+                conn.execute(
+                    sa.text(
+                        "SELECT indexdef FROM pg_indexes"
+                        " WHERE indexname = 'ix_messages_content_fts'"
+                    )
+                ).scalar_one()
+            )
 
     assert "WHERE ((role)::text = ANY" in definition()
     assert "'user'" in definition()
