@@ -266,6 +266,10 @@ class Agent:
                 return None
             trigger, chat_session = start.trigger, start.chat_session
             self._started = (trigger, chat_session)
+            # First: the transcript's read brings the session row up to date when the one
+            # the turn started on is older (see load_view), before the prompt and the
+            # stop look below use it.
+            view = self._read_view(db)
             tools = self._tools(db, start, model)
             inputs = services.prompts.inputs(
                 chat_session, model, request.persona, request.instructions
@@ -283,7 +287,6 @@ class Agent:
                 services.prompts.today(),
                 load_memory=lambda: services.prompts.memory(db, chat_session),
             )
-            view = self._read_view(db)
             rounds = (
                 repo.tool_rounds(request.session_id, request.anchor_seq)
                 if start.answered_before

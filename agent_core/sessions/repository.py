@@ -130,6 +130,16 @@ _STORED_COPY = select(MESSAGES.c.id, MESSAGES.c.session_id).where(
     MESSAGES.c.platform_message_id == param("platform_id", MESSAGES.c.platform_message_id),
 )
 _EARLIER = aliased(Message)
+SESSION_NUMBERS = (
+    ChatSession.summary_version,
+    ChatSession.next_seq,
+    ChatSession.stop_seq,
+    ChatSession.compaction_count,
+    ChatSession.ineffective_compactions,
+    ChatSession.compaction_cooldown_until,
+)
+"""What others write to a session row while a turn holds the session: intake numbers the
+messages that arrive (a ``/stop`` among them), a compaction records its outcome."""
 
 _TURN_START = (
     select(
@@ -424,15 +434,17 @@ class SessionRepository:
             session_id: the session.
             up_to_anchor: only messages placed at or before this position (a turn sees
                 what arrived before the message it answers, and the replies to it).
-            versioned: each row also ends with the session's ``summary_version`` as this
-                very statement saw it, so a caller can tell whether the session row it
-                holds describes these rows (a compaction may commit between two reads).
+            versioned: each row also ends with the session's ``SESSION_NUMBERS`` as this
+                very statement saw them, so a caller can tell whether the session row it
+                holds still describes the session (see ``SESSION_NUMBERS``).
         """
         columns: tuple[Any, ...] = TRANSCRIPT_COLUMNS
-        if versioned:  # one look at the session row (an init plan), not one per row
-            version = select(ChatSession.summary_version).where(ChatSession.id == session_id)
-            columns += (version.scalar_subquery().label("summary_version"),)
-        query = select(*columns).where(
+        if versioned:
+            columns += SESSION_NUMBERS
+        query = select(*columns)
+        if versioned:
+            query = query.join(ChatSession, ChatSession.id == Message.session_id)
+        query = query.where(
             Message.session_id == session_id,
             Message.archived.is_(False),
             Message.deleted.is_(False),

@@ -17,11 +17,11 @@ from agent_core.context import EngineState
 from agent_core.db.models import ChatSession
 from agent_core.media.parts import with_images
 from agent_core.media.repository import MediaRepository
-from agent_core.sessions.repository import SessionRepository
+from agent_core.sessions.repository import SESSION_NUMBERS, SessionRepository
 from agent_core.tokens import TokenCounter
 
 MAX_REREADS = 3
-"""Compactions committing between two reads, in a row, before the view is taken as is."""
+"""Rereads of a session that keeps changing under the view before it is taken as is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +80,15 @@ def load_view(
     repo = SessionRepository.from_session(db)
     rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor, versioned=True)
     for _ in range(MAX_REREADS):
-        # The session row may have been read before a compaction committed (Postgres reads
-        # each statement afresh): its summary would not match the rows that are left.
-        if not rows or rows[0][-1] == chat_session.summary_version:
+        # The session row may be older than these rows: read in an earlier transaction (a
+        # turn starts on its worker's read), or before a compaction committed (Postgres
+        # reads each statement afresh). Then it is read again; when a compaction committed
+        # since the rows were, they are too, so summary and rows are of one moment.
+        if not rows or _numbers(rows[0]) == _numbers(chat_session):
             break
         db.refresh(chat_session)
+        if rows[0][-len(SESSION_NUMBERS)] == chat_session.summary_version:
+            break
         rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor, versioned=True)
     transcript = build_transcript(rows, chat_session, counter)
     if chat_session.has_media:
@@ -96,6 +100,13 @@ def load_view(
         system_prompt=chat_session.system_prompt,
         calibration=token_calibration(chat_session),
     )
+
+
+def _numbers(source: Any) -> tuple[Any, ...]:
+    """``SESSION_NUMBERS`` of a session row, or the trailing columns of a versioned row."""
+    if isinstance(source, ChatSession):
+        return tuple(getattr(source, column.key) for column in SESSION_NUMBERS)
+    return tuple(source[-len(SESSION_NUMBERS) :])
 
 
 def _with_media(

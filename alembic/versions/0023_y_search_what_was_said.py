@@ -11,7 +11,9 @@ turn's path (Postgres' ``to_tsvector`` takes about a millisecond for 8,000 chara
 
 - Postgres: the same expression GIN index, partial: ``WHERE role IN ('user', 'assistant')``.
   A query uses it only when it says that predicate with literal values, as
-  ``agent_core/sessions/archive_search.py`` does.
+  ``agent_core/sessions/archive_search.py`` does. Built ``CONCURRENTLY`` under another name,
+  then swapped in, outside a transaction: a gateway still serving during the upgrade (the
+  Helm chart's ``pre-upgrade`` job) keeps reading and writing ``messages`` meanwhile.
 - SQLite: the FTS5 triggers fire for those roles only, and the index is refilled with just
   those rows (an external-content table must never be told to delete a row it does not
   hold). A later migration that rebuilds ``messages`` in batch mode drops these triggers:
@@ -31,9 +33,10 @@ depends_on: str | Sequence[str] | None = None
 SAID = "('user', 'assistant')"
 TRIGGERS = ('messages_fts_ai', 'messages_fts_ad', 'messages_fts_au')
 POSTGRES_INDEX = (
-    "CREATE INDEX ix_messages_content_fts ON messages "
+    "CREATE INDEX CONCURRENTLY {name} ON messages "
     "USING gin (to_tsvector('simple', coalesce(content, '')))"
 )
+BUILDING = 'ix_messages_content_fts_new'
 SQLITE_SAID_TRIGGERS = (
     "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages "
     f"WHEN new.role IN {SAID} BEGIN "
@@ -76,8 +79,16 @@ def upgrade() -> None:
             f"SELECT id, content FROM messages WHERE role IN {SAID}"
         )
     else:
-        op.execute("DROP INDEX IF EXISTS ix_messages_content_fts")
-        op.execute(f"{POSTGRES_INDEX} WHERE role IN {SAID}")
+        _swap_postgres_index(f"{POSTGRES_INDEX} WHERE role IN {SAID}")
+
+
+def _swap_postgres_index(create: str) -> None:
+    """Build the index beside the old one, then drop that and take its name."""
+    with op.get_context().autocommit_block():
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {BUILDING}")  # an interrupted build's
+        op.execute(create.format(name=BUILDING))
+        op.execute("DROP INDEX CONCURRENTLY IF EXISTS ix_messages_content_fts")
+        op.execute(f"ALTER INDEX {BUILDING} RENAME TO ix_messages_content_fts")
 
 
 def downgrade() -> None:
@@ -85,5 +96,4 @@ def downgrade() -> None:
         _sqlite_triggers(SQLITE_EVERY_TRIGGER)
         op.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
     else:
-        op.execute("DROP INDEX IF EXISTS ix_messages_content_fts")
-        op.execute(POSTGRES_INDEX)
+        _swap_postgres_index(POSTGRES_INDEX)

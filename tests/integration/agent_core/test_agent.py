@@ -352,6 +352,24 @@ def test_a_plain_turn_reads_waiting_messages_only_when_one_could_stop_it(factory
     assert log.at(LOOKS) == [], "nor as the reply is stored"
 
 
+def test_a_turn_started_on_its_workers_read_sees_what_arrived_since(factory):
+    """The worker reads the turn and hands that read to the agent (no second query); a
+    ``/stop`` stored in between still stops the turn before its call, and the transcript
+    the turn sends is the session's as the agent reads it."""
+    h = Harness(factory, replies=["hello"])
+    message_id = h.say("hi")
+    with transaction(factory) as db:
+        start = SessionRepository.from_session(db).turn_start(message_id)
+    assert start is not None
+    stop_id = _stop(h)  # arrives while the worker opens its stream
+    request = TurnRequest(start.chat_session.id, message_id, start.trigger.anchor_seq, start=start)
+    outcome = Agent(h.services, request).run()
+    assert outcome.end is TurnEnd.INTERRUPTED
+    assert outcome.interrupted is not None
+    assert outcome.interrupted.by == stop_id
+    assert h.main.calls == [], "stopped before the call"
+
+
 def _stop(h: Harness) -> int:
     """Store a ``/stop`` in the harness's chat, as the platforms do."""
     with transaction(h.factory) as db:
@@ -393,7 +411,11 @@ def test_a_turn_reads_its_tenant_budgets_servers_and_earlier_rounds_with_its_fir
     with StatementLog(factory) as log:
         _, stored, _ = h.turn(message_id)
     assert h.outbox(stored.outbox_id).text == "hello"
-    starts = [flat for _, flat in log.statements if "FROM messages JOIN sessions" in flat]
+    starts = [
+        flat
+        for _, flat in log.statements
+        if "FROM messages JOIN sessions" in flat and not re.search(TRANSCRIPT_READS, flat)
+    ]
     assert len(starts) == 1, "the turn's first query: its message and session"
     first = starts[0]
     for table in ("tenants", "budgets", "mcp_servers"):
