@@ -129,11 +129,23 @@ class TokenCounter:
         """Tokens in plain text; special-token strings in user text count as ordinary text."""
         return len(self._enc.encode_ordinary(text)) if text else 0
 
-    def count_message(self, message: Message) -> int:
-        """Tokens one chat message costs in a request (the formula litellm's counter uses)."""
+    def count_recurring(self, text: str) -> int:
+        """:meth:`count_text`, counted once per process.
+
+        For a text every turn sends again (a tools listing, a session's summary): counting
+        it each turn cost a share of the turn.
+        """
+        return _count_recurring(self.encoding_name, text)
+
+    def count_message(self, message: Message, *, recurring: bool = False) -> int:
+        """Tokens one chat message costs in a request (the formula litellm's counter uses).
+
+        ``recurring``: its text is counted with :meth:`count_recurring`.
+        """
         text, images = _content_text(message.get("content"))
+        count = self.count_recurring if recurring else self.count_text
         total = PER_MESSAGE_OVERHEAD + self.count_text(str(message.get("role", "")))
-        total += self.count_text(text) + images * IMAGE_TOKENS
+        total += count(text) + images * IMAGE_TOKENS
         total += self.count_text(_tool_calls_text(message))
         name = message.get("name")
         if name:
@@ -143,3 +155,12 @@ class TokenCounter:
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Tokens of a whole transcript, reply priming included."""
         return sum(self.count_message(m) for m in messages) + REPLY_PRIMING
+
+
+RECURRING_CACHE_SIZE = 256
+"""Recurring texts kept counted (a worker's tools listings and its sessions' summaries)."""
+
+
+@lru_cache(maxsize=RECURRING_CACHE_SIZE)
+def _count_recurring(encoding_name: str, text: str) -> int:
+    return TokenCounter(encoding_name).count_text(text)

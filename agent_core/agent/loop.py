@@ -257,12 +257,12 @@ class Agent:
             repo = SessionRepository.from_session(db)
             start = request.start
             if start is None:
-                start = repo.turn_start(request.message_id, session_id=request.session_id)
+                start = repo.turn_start(request.message_id)
             else:  # read by the caller: into this unit of work, without a query
                 for row in (start.trigger, start.chat_session, start.tenant):
                     if row is not None:
                         db.add(row)
-            if start is None:
+            if start is None or start.chat_session.id != request.session_id:
                 return None
             trigger, chat_session = start.trigger, start.chat_session
             self._started = (trigger, chat_session)

@@ -10,7 +10,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
@@ -190,20 +189,7 @@ def _append_summary(
 ) -> None:
     messages.append(summary)
     ids.append(None)
-    counts.append(_summary_tokens(counter.encoding_name, summary["role"], summary["content"]))
-
-
-SUMMARY_TOKENS_CACHE_SIZE = 256
-
-
-@lru_cache(maxsize=SUMMARY_TOKENS_CACHE_SIZE)
-def _summary_tokens(encoding_name: str, role: str, content: str) -> int:
-    """A summary message's tokens, counted once per process.
-
-    Every view of the session carries it until the next compaction; counting it again
-    for each one cost a share of every turn.
-    """
-    return TokenCounter(encoding_name).count_message({"role": role, "content": content})
+    counts.append(counter.count_message(summary, recurring=True))
 
 
 @dataclass(frozen=True, slots=True)

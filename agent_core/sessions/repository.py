@@ -160,7 +160,6 @@ _TURN_START = (
     .outerjoin(Tenant, Tenant.id == ChatSession.tenant_id)
     .where(Message.id == param("mid", MESSAGES.c.id))
 )
-_TURN_START_IN = _TURN_START.where(ChatSession.id == param("sid", SESSIONS.c.id))
 _DRAIN_START = (
     select(
         Bot.busy_mode,
@@ -295,20 +294,15 @@ class SessionRepository:
         ).first()
         return (row[0], row[1]) if row is not None else None
 
-    def turn_start(self, message_id: int, *, session_id: str | None = None) -> TurnStart | None:
+    def turn_start(self, message_id: int) -> TurnStart | None:
         """A message, its session, its bot's settings and its tenant in one query.
 
         Also whether the tenant has budgets or MCP servers of its own and whether a reply
         is already stored in the message's place, so a turn without them reads none of
         those tables (the registry needs the bot's allow-list, the compressor the
         tenant's settings: the tenant row is in the unit of work, ``db.get`` is free).
-        ``session_id``: only if the message is that session's.
         """
-        if session_id is None:
-            row = self.session.execute(_TURN_START, {"mid": message_id}).first()
-        else:
-            params = {"mid": message_id, "sid": session_id}
-            row = self.session.execute(_TURN_START_IN, params).first()
+        row = self.session.execute(_TURN_START, {"mid": message_id}).first()
         if row is None:
             return None
         return TurnStart(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), bool(row[6]))

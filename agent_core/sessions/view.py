@@ -17,7 +17,11 @@ from agent_core.context import EngineState
 from agent_core.db.models import ChatSession
 from agent_core.media.parts import with_images
 from agent_core.media.repository import MediaRepository
-from agent_core.sessions.repository import SESSION_NUMBERS, SessionRepository
+from agent_core.sessions.repository import (
+    SESSION_NUMBERS,
+    TRANSCRIPT_COLUMNS,
+    SessionRepository,
+)
 from agent_core.tokens import TokenCounter
 
 MAX_REREADS = 3
@@ -84,10 +88,11 @@ def load_view(
         # turn starts on its worker's read), or before a compaction committed (Postgres
         # reads each statement afresh). Then it is read again; when a compaction committed
         # since the rows were, they are too, so summary and rows are of one moment.
-        if not rows or _numbers(rows[0]) == _numbers(chat_session):
+        seen = tuple(rows[0][len(TRANSCRIPT_COLUMNS) :]) if rows else None
+        if seen is None or seen == tuple(getattr(chat_session, c.key) for c in SESSION_NUMBERS):
             break
         db.refresh(chat_session)
-        if rows[0][-len(SESSION_NUMBERS)] == chat_session.summary_version:
+        if seen[0] == chat_session.summary_version:  # SESSION_NUMBERS begins with it
             break
         rows = repo.context_rows(session_id, up_to_anchor=up_to_anchor, versioned=True)
     transcript = build_transcript(rows, chat_session, counter)
@@ -100,13 +105,6 @@ def load_view(
         system_prompt=chat_session.system_prompt,
         calibration=token_calibration(chat_session),
     )
-
-
-def _numbers(source: Any) -> tuple[Any, ...]:
-    """``SESSION_NUMBERS`` of a session row, or the trailing columns of a versioned row."""
-    if isinstance(source, ChatSession):
-        return tuple(getattr(source, column.key) for column in SESSION_NUMBERS)
-    return tuple(source[-len(SESSION_NUMBERS) :])
 
 
 def _with_media(

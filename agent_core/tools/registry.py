@@ -64,18 +64,6 @@ def _validator(schema_json: str) -> Validator | None:
     return cls(schema)
 
 
-LISTING_CACHE_SIZE = 256
-
-
-@lru_cache(maxsize=LISTING_CACHE_SIZE)
-def _listing_tokens(encoding_name: str, listing: str) -> int:
-    """The exact tokens of a tools listing (its JSON), counted once per process.
-
-    Every turn lists the same tools, and counting them all costs a share of the turn.
-    """
-    return TokenCounter(encoding_name).count_text(listing)
-
-
 class ToolRegistry:
     """The tools offered in one turn.
 
@@ -153,11 +141,7 @@ class ToolRegistry:
 
     def _tokens(self, tools: Iterable[Tool]) -> int:
         text = json.dumps([t.openai_schema() for t in tools], separators=(",", ":"))
-        return (
-            _listing_tokens(self._counter.encoding_name, text)
-            if self._counter
-            else rough_tokens(text)
-        )
+        return self._counter.count_recurring(text) if self._counter else rough_tokens(text)
 
     def names(self) -> tuple[str, ...]:
         """Every tool the model can reach this turn (directly or through a bridge), sorted."""

@@ -54,3 +54,7 @@ def test_the_agent_starts_on_the_workers_first_read_of_the_turn(
         event.remove(engine, "before_cursor_execute", seen)
     assert reply["text"]
     assert len([s for s in statements if re.search(A_TURNS_MESSAGE_WITH_ITS_SESSION, s)]) == 1
+    rereads = [
+        s for s in statements if re.search(r"^SELECT sessions\.id, .* WHERE sessions\.id = ", s)
+    ]
+    assert rereads == [], "nothing changed the session meanwhile: its row is not read again"

@@ -354,8 +354,7 @@ def test_a_plain_turn_reads_waiting_messages_only_when_one_could_stop_it(factory
 
 def test_a_turn_started_on_its_workers_read_sees_what_arrived_since(factory):
     """The worker reads the turn and hands that read to the agent (no second query); a
-    ``/stop`` stored in between still stops the turn before its call, and the transcript
-    the turn sends is the session's as the agent reads it."""
+    ``/stop`` stored in between still stops the turn before its call."""
     h = Harness(factory, replies=["hello"])
     message_id = h.say("hi")
     with transaction(factory) as db:
